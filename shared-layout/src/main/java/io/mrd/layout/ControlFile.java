@@ -1,0 +1,241 @@
+package io.mrd.layout;
+
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.Sizes;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.status.CountersReader;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+
+/**
+ * A mapping of the control file {@code mrd.ctl}: the primary creates it read-write; secondaries and tools
+ * open it read-only, so no process but the primary can change it (a stray write in a secondary faults in
+ * that secondary instead of corrupting everyone's cache).
+ * <p>
+ * The file is mapped with {@code mmap} through {@link Posix} rather than {@code FileChannel.map}, because
+ * a hugetlbfs file must be sized by {@code ftruncate} and mapped in whole huge pages, and because both sides
+ * then use one code path.
+ */
+public final class ControlFile implements AutoCloseable
+{
+    /** The file name inside the run directory. */
+    public static final String FILE_NAME = "mrd.ctl";
+
+    private final Path path;
+    private final MemorySegment mapping;
+    private final UnsafeBuffer buffer;
+    private final ControlHeader header;
+    private final ControlFileLayout layout;
+    private final SeqLock seqLock;
+    private boolean closed;
+
+    private ControlFile(final Path path, final MemorySegment mapping, final ControlFileLayout layout)
+    {
+        this.path = path;
+        this.mapping = mapping;
+        this.buffer = new UnsafeBuffer(mapping.address(), (int)mapping.byteSize());
+        this.header = new ControlHeader().wrap(buffer);
+        this.layout = layout;
+        this.seqLock = new SeqLock(buffer, HeaderDescriptor.SEQ_OFFSET);
+    }
+
+    /**
+     * Creates a new, zeroed control file and maps it read-write. The caller fills it and then publishes
+     * {@link HeaderDescriptor#LAYOUT_VERSION}.
+     *
+     * @param path     where to create it; an existing file is replaced.
+     * @param layout   the section layout.
+     * @param pageSize the page size of the file system it lives on (the length is rounded up to it:
+     *                 hugetlbfs maps only whole huge pages).
+     */
+    public static ControlFile create(final Path path, final ControlFileLayout layout, final long pageSize)
+    {
+        final long length = Sizes.alignUp(layout.fileLength(), pageSize);
+        try
+        {
+            Files.deleteIfExists(path);
+        }
+        catch (final IOException ex)
+        {
+            throw new MrdException(ErrorCode.EIO, "cannot remove old control file " + path + ": " + ex.getMessage());
+        }
+        final int fd = Posix.open(path.toString(), Posix.O_RDWR | Posix.O_CREAT | Posix.O_EXCL | Posix.O_CLOEXEC,
+            0640);
+        try
+        {
+            Posix.ftruncate(fd, length);
+            final MemorySegment mapping = Posix.map(length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
+            final ControlFile file = new ControlFile(path, mapping, layout);
+            layout.writeTo(file.buffer);
+            return file;
+        }
+        finally
+        {
+            Posix.close(fd);
+        }
+    }
+
+    /**
+     * Maps an existing control file read-only and checks that it is complete and of this layout version.
+     *
+     * @throws MrdException ENOENT when there is no file (no daemon ever ran there), EAGAIN when the daemon
+     *                      has not finished writing it, EPROTO on another magic or version.
+     */
+    public static ControlFile openReadOnly(final Path path)
+    {
+        final long length;
+        try
+        {
+            length = Files.size(path);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            throw new MrdException(ErrorCode.ENOENT, "no control file at " + path +
+                ": is a daemon running there? start one with 'mrd start --dir " + path.getParent() + "'");
+        }
+        catch (final IOException ex)
+        {
+            throw new MrdException(ErrorCode.EIO, "cannot read " + path + ": " + ex.getMessage());
+        }
+        if (length < HeaderDescriptor.HEADER_LENGTH)
+        {
+            throw new MrdException(ErrorCode.EAGAIN, "control file " + path + " is " + length +
+                " bytes, not yet sized by the daemon: wait for it to start");
+        }
+        final int fd = Posix.open(path.toString(), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
+        final MemorySegment mapping;
+        try
+        {
+            mapping = Posix.map(length, Posix.PROT_READ, Posix.MAP_SHARED, fd, 0);
+        }
+        finally
+        {
+            Posix.close(fd);
+        }
+        try
+        {
+            final UnsafeBuffer buffer = new UnsafeBuffer(mapping.address(), (int)length);
+            final ControlHeader header = new ControlHeader().wrap(buffer);
+            checkReady(path, header);
+            final ControlFileLayout layout = ControlFileLayout.read(buffer);
+            if (layout.fileLength() > length)
+            {
+                throw new MrdException(ErrorCode.EPROTO, "control file " + path + " is " + length +
+                    " bytes but its header says " + layout.fileLength() + ": the file is truncated or corrupt");
+            }
+            return new ControlFile(path, mapping, layout);
+        }
+        catch (final RuntimeException ex)
+        {
+            Posix.munmapQuietly(mapping.address(), length);
+            throw ex;
+        }
+    }
+
+    /**
+     * @throws MrdException unless the header carries mrd's magic and this layout version.
+     */
+    public static void checkReady(final Path path, final ControlHeader header)
+    {
+        if (header.magic() != HeaderDescriptor.MAGIC)
+        {
+            throw new MrdException(ErrorCode.EPROTO, path + " is not an mrd control file (magic " +
+                Integer.toHexString(header.magic()) + ", expected " + Integer.toHexString(HeaderDescriptor.MAGIC) + ")");
+        }
+        final int version = header.layoutVersion();
+        if (version == 0)
+        {
+            throw new MrdException(ErrorCode.EAGAIN, "control file " + path +
+                " is still being written by the daemon: retry in a moment");
+        }
+        if (version != HeaderDescriptor.LAYOUT_VERSION)
+        {
+            throw new MrdException(ErrorCode.EPROTO, "control file " + path + " has layout version " + version +
+                " but this mrd reads version " + HeaderDescriptor.LAYOUT_VERSION +
+                ": run the mrd build that matches the daemon");
+        }
+    }
+
+    public Path path()
+    {
+        return path;
+    }
+
+    public UnsafeBuffer buffer()
+    {
+        return buffer;
+    }
+
+    public ControlHeader header()
+    {
+        return header;
+    }
+
+    public ControlFileLayout layout()
+    {
+        return layout;
+    }
+
+    public SeqLock seqLock()
+    {
+        return seqLock;
+    }
+
+    /**
+     * @return a reader of the counters section.
+     */
+    public CountersReader countersReader()
+    {
+        return new CountersReader(
+            new UnsafeBuffer(buffer, layout.countersMetadataOffset(), layout.countersMetadataLength()),
+            new UnsafeBuffer(buffer, layout.countersValuesOffset(), layout.countersValuesLength()));
+    }
+
+    /**
+     * @return the value of a counter, or 0 when the daemon did not allocate it.
+     */
+    public long counter(final MrdCounter counter)
+    {
+        final CountersReader reader = countersReader();
+        final long[] value = {0};
+        reader.forEach((counterId, typeId, keyBuffer, label) ->
+        {
+            if (typeId == counter.typeId())
+            {
+                value[0] = reader.getCounterValue(counterId);
+            }
+        });
+        return value[0];
+    }
+
+    /**
+     * @return a buffer over the error log section.
+     */
+    public UnsafeBuffer errorLogBuffer()
+    {
+        return new UnsafeBuffer(buffer, layout.errorLogOffset(), layout.errorLogLength());
+    }
+
+    /**
+     * @param nowMs the wall clock.
+     * @return ms since the last heartbeat, or -1 when the daemon closed the file cleanly.
+     */
+    public long heartbeatAgeMs(final long nowMs)
+    {
+        final long heartbeat = header.heartbeatMs();
+        return heartbeat == HeaderDescriptor.HEARTBEAT_CLOSED ? -1 : Math.max(0, nowMs - heartbeat);
+    }
+
+    public void close()
+    {
+        if (!closed)
+        {
+            closed = true;
+            Posix.munmapQuietly(mapping.address(), mapping.byteSize());
+        }
+    }
+}

@@ -1,0 +1,234 @@
+package io.mrd.layout;
+
+import org.agrona.concurrent.AtomicBuffer;
+
+import java.nio.charset.StandardCharsets;
+
+import static io.mrd.layout.HeaderDescriptor.*;
+
+/**
+ * Flyweight over the control file header ({@link HeaderDescriptor}).
+ */
+public final class ControlHeader
+{
+    private AtomicBuffer buffer;
+
+    public ControlHeader wrap(final AtomicBuffer buffer)
+    {
+        this.buffer = buffer;
+        return this;
+    }
+
+    public AtomicBuffer buffer()
+    {
+        return buffer;
+    }
+
+    public int magic()
+    {
+        return buffer.getInt(MAGIC_OFFSET);
+    }
+
+    public ControlHeader magic(final int value)
+    {
+        buffer.putInt(MAGIC_OFFSET, value);
+        return this;
+    }
+
+    /**
+     * @return the layout version, read with acquire semantics: once it is non-zero every other header field
+     * and section is initialised.
+     */
+    public int layoutVersion()
+    {
+        return buffer.getIntVolatile(LAYOUT_VERSION_OFFSET);
+    }
+
+    /**
+     * Publishes the file: every store before this one is visible to a reader that sees the version.
+     */
+    public ControlHeader publishLayoutVersion(final int value)
+    {
+        buffer.putIntRelease(LAYOUT_VERSION_OFFSET, value);
+        return this;
+    }
+
+    public long epoch()
+    {
+        return buffer.getLong(EPOCH_OFFSET);
+    }
+
+    public ControlHeader epoch(final long value)
+    {
+        buffer.putLong(EPOCH_OFFSET, value);
+        return this;
+    }
+
+    public long pid()
+    {
+        return buffer.getLong(PID_OFFSET);
+    }
+
+    public ControlHeader pid(final long value)
+    {
+        buffer.putLong(PID_OFFSET, value);
+        return this;
+    }
+
+    public long startTimeMs()
+    {
+        return buffer.getLong(START_TIME_OFFSET);
+    }
+
+    public ControlHeader startTimeMs(final long value)
+    {
+        buffer.putLong(START_TIME_OFFSET, value);
+        return this;
+    }
+
+    public long heartbeatMs()
+    {
+        return buffer.getLongVolatile(HEARTBEAT_OFFSET);
+    }
+
+    public ControlHeader heartbeatMs(final long value)
+    {
+        buffer.putLongRelease(HEARTBEAT_OFFSET, value);
+        return this;
+    }
+
+    public long fileLength()
+    {
+        return buffer.getLong(FILE_LENGTH_OFFSET);
+    }
+
+    public int flags()
+    {
+        return buffer.getInt(FLAGS_OFFSET);
+    }
+
+    public ControlHeader flags(final int value)
+    {
+        buffer.putInt(FLAGS_OFFSET, value);
+        return this;
+    }
+
+    public int heartbeatIntervalMs()
+    {
+        return buffer.getInt(HEARTBEAT_INTERVAL_OFFSET);
+    }
+
+    public ControlHeader heartbeatIntervalMs(final int value)
+    {
+        buffer.putInt(HEARTBEAT_INTERVAL_OFFSET, value);
+        return this;
+    }
+
+    public long devGen()
+    {
+        return buffer.getLongAcquire(DEV_GEN_OFFSET);
+    }
+
+    public ControlHeader devGen(final long value)
+    {
+        buffer.putLongRelease(DEV_GEN_OFFSET, value);
+        return this;
+    }
+
+    public int cacheLen()
+    {
+        return buffer.getInt(CACHE_LEN_OFFSET);
+    }
+
+    public ControlHeader cacheLen(final int value)
+    {
+        buffer.putInt(CACHE_LEN_OFFSET, value);
+        return this;
+    }
+
+    public boolean cacheOverflow()
+    {
+        return buffer.getInt(CACHE_OVERFLOW_OFFSET) != 0;
+    }
+
+    public ControlHeader cacheOverflow(final boolean value)
+    {
+        buffer.putInt(CACHE_OVERFLOW_OFFSET, value ? 1 : 0);
+        return this;
+    }
+
+    public int mrHighWater()
+    {
+        return buffer.getInt(MR_HIGH_WATER_OFFSET);
+    }
+
+    public ControlHeader mrHighWater(final int value)
+    {
+        buffer.putInt(MR_HIGH_WATER_OFFSET, value);
+        return this;
+    }
+
+    public long baseVirtaddr()
+    {
+        return buffer.getLong(BASE_VIRTADDR_OFFSET);
+    }
+
+    public ControlHeader baseVirtaddr(final long value)
+    {
+        buffer.putLong(BASE_VIRTADDR_OFFSET, value);
+        return this;
+    }
+
+    public long segmentSize()
+    {
+        return buffer.getLong(SEGMENT_SIZE_OFFSET);
+    }
+
+    public ControlHeader segmentSize(final long value)
+    {
+        buffer.putLong(SEGMENT_SIZE_OFFSET, value);
+        return this;
+    }
+
+    public long externalBase()
+    {
+        return buffer.getLong(EXTERNAL_BASE_OFFSET);
+    }
+
+    public ControlHeader externalBase(final long value)
+    {
+        buffer.putLong(EXTERNAL_BASE_OFFSET, value);
+        return this;
+    }
+
+    public long externalLength()
+    {
+        return buffer.getLong(EXTERNAL_LENGTH_OFFSET);
+    }
+
+    public ControlHeader externalLength(final long value)
+    {
+        buffer.putLong(EXTERNAL_LENGTH_OFFSET, value);
+        return this;
+    }
+
+    public String providerName()
+    {
+        final byte[] bytes = new byte[PROVIDER_NAME_LENGTH];
+        buffer.getBytes(PROVIDER_NAME_OFFSET, bytes);
+        int length = 0;
+        while (length < bytes.length && bytes[length] != 0)
+        {
+            length++;
+        }
+        return new String(bytes, 0, length, StandardCharsets.US_ASCII);
+    }
+
+    public ControlHeader providerName(final String value)
+    {
+        final byte[] bytes = value.getBytes(StandardCharsets.US_ASCII);
+        buffer.setMemory(PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH, (byte)0);
+        buffer.putBytes(PROVIDER_NAME_OFFSET, bytes, 0, Math.min(bytes.length, PROVIDER_NAME_LENGTH));
+        return this;
+    }
+}

@@ -1,0 +1,99 @@
+package io.mrd.layout;
+
+/**
+ * Status codes carried by every protocol reply and by {@link MrdException}.
+ * The numbers are Linux errno values so that a code read off the wire, out of
+ * a log or from a native call means the same thing everywhere.
+ */
+public enum ErrorCode
+{
+    OK(0, "success"),
+    EPERM(1, "Operation not permitted"),
+    ENOENT(2, "No such file or directory"),
+    ESRCH(3, "No such process"),
+    EIO(5, "Input/output error"),
+    ENXIO(6, "No such device or address"),
+    EBADF(9, "Bad file descriptor"),
+    EAGAIN(11, "Resource temporarily unavailable"),
+    ENOMEM(12, "Cannot allocate memory"),
+    EACCES(13, "Permission denied"),
+    EFAULT(14, "Bad address"),
+    EBUSY(16, "Device or resource busy"),
+    EEXIST(17, "File exists"),
+    ENODEV(19, "No such device"),
+    EINVAL(22, "Invalid argument"),
+    EMFILE(24, "Too many open files"),
+    ENOSPC(28, "No space left on device"),
+    EPIPE(32, "Broken pipe"),
+    ERANGE(34, "Numerical result out of range"),
+    ENOSYS(38, "Function not implemented"),
+    EPROTO(71, "Protocol error"),
+    EMSGSIZE(90, "Message too long"),
+    EOPNOTSUPP(95, "Operation not supported"),
+    ECONNRESET(104, "Connection reset by peer"),
+    ETIMEDOUT(110, "Connection timed out"),
+    ECONNREFUSED(111, "Connection refused"),
+    ESTALE(116, "Stale file handle"),
+    /** Not an errno: a code outside this table. */
+    EUNKNOWN(-1, "Unknown error");
+
+    private static final ErrorCode[] BY_ERRNO = new ErrorCode[256];
+
+    static
+    {
+        for (final ErrorCode code : values())
+        {
+            if (code.errno >= 0)
+            {
+                BY_ERRNO[code.errno] = code;
+            }
+        }
+    }
+
+    private final int errno;
+    private final String text;
+
+    ErrorCode(final int errno, final String text)
+    {
+        this.errno = errno;
+        this.text = text;
+    }
+
+    /**
+     * @return the Linux errno value of this code, as carried on the wire.
+     */
+    public int errno()
+    {
+        return errno;
+    }
+
+    /**
+     * @return the C library's text for this errno, as strerror(3) gives it.
+     */
+    public String text()
+    {
+        return text;
+    }
+
+    /**
+     * @param errno a Linux errno value.
+     * @return its code, or {@link #EUNKNOWN} when it is not in this table.
+     */
+    public static ErrorCode of(final int errno)
+    {
+        final ErrorCode code = errno >= 0 && errno < BY_ERRNO.length ? BY_ERRNO[errno] : null;
+        return null == code ? EUNKNOWN : code;
+    }
+
+    /**
+     * Names an errno the way people search for it: {@code ENOMEM: Cannot allocate memory}.
+     *
+     * @param errno a Linux errno value.
+     * @return name and text, or the number when it is not in this table.
+     */
+    public static String describe(final int errno)
+    {
+        final ErrorCode code = of(errno);
+        return code == EUNKNOWN ? "errno " + errno : code.name() + ": " + code.text;
+    }
+}

@@ -1,0 +1,197 @@
+package io.mrd.layout;
+
+import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
+import static org.agrona.BitUtil.SIZE_OF_INT;
+import static org.agrona.BitUtil.SIZE_OF_LONG;
+
+/**
+ * Header of the control file {@code mrd.ctl}: four cache lines at offset 0.
+ * <p>
+ * Line 0 says who wrote the file and whether it is alive; line 1 holds the
+ * fields every lookup reads (the seqlock, {@code devGen}, the global cache's
+ * length), alone on their line so that the heartbeat store every 100 ms does not
+ * invalidate the line lookups read; lines 2 and 3 hold the geometry, written once
+ * before {@link #LAYOUT_VERSION_OFFSET} is published.
+ * <pre>
+ *   0                   1                   2                   3
+ *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+ *  +---------------------------------------------------------------+
+ *  |                         Magic 'MRD1'                          |  0
+ *  +---------------------------------------------------------------+
+ *  |              Layout Version (written last, release)           |  4
+ *  +---------------------------------------------------------------+
+ *  |                            Epoch                              |  8
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                             Pid                               | 16
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                      Start Time (epoch ms)                    | 24
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |          Heartbeat (epoch ms, every 100 ms; -1 = closed)      | 32
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                     Control File Length                       | 40
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                           Flags                               | 48
+ *  +---------------------------------------------------------------+
+ *  |                    Heartbeat Interval (ms)                    | 52
+ *  +---------------------------------------------------------------+
+ *  |                      (pad to line 1)                          | 56
+ *  +===============================================================+
+ *  |              Seq (seqlock of MR table + global cache)         | 64
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |         DevGen (bumped on every invalidating memory event)    | 72
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                  Global Cache Length (incl. sentinel)         | 80
+ *  +---------------------------------------------------------------+
+ *  |                    Global Cache Overflow                      | 84
+ *  +---------------------------------------------------------------+
+ *  |             MR High Water (records ever used, scan bound)     | 88
+ *  +---------------------------------------------------------------+
+ *  |                      (pad to line 2)                          | 92
+ *  +===============================================================+
+ *  |                      Base Virtual Address                     |128
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                     Segment Size (bytes)                      |136
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |  Counters Metadata Offset     |  Counters Metadata Length     |144
+ *  +---------------------------------------------------------------+
+ *  |  Counters Values Offset       |  Counters Values Length       |152
+ *  +---------------------------------------------------------------+
+ *  |  Memseg Lists Offset          |  Memseg List Count            |160
+ *  +---------------------------------------------------------------+
+ *  |  Memseg List Record Length    |  Segments Per List            |168
+ *  +---------------------------------------------------------------+
+ *  |  MR Table Offset              |  MR Capacity                  |176
+ *  +---------------------------------------------------------------+
+ *  |  MR Bitmap Offset             |  MR Bitmap Length Per MR      |184
+ *  +---------------------------------------------------------------+
+ *  |  Global Cache Offset          |  Global Cache Capacity        |192
+ *  +---------------------------------------------------------------+
+ *  |  Client Table Offset          |  Client Capacity              |200
+ *  +---------------------------------------------------------------+
+ *  |  Error Log Offset             |  Error Log Length             |208
+ *  +---------------------------------------------------------------+
+ *  |                   External Window Base Address                |216
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |                   External Window Length                      |224
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |               Provider Name (16 bytes ASCII, NUL padded)      |232
+ *  |                              ...                              |
+ *  +---------------------------------------------------------------+
+ *  |                      (pad to 256)                             |248
+ *  +---------------------------------------------------------------+
+ * </pre>
+ */
+public final class HeaderDescriptor
+{
+    /** 'M' 'R' 'D' '1' read as a little-endian int. */
+    public static final int MAGIC = 0x3144524D;
+
+    /**
+     * Version of this layout. Bump it on every change to any section; readers refuse a version they do not
+     * know.
+     */
+    public static final int LAYOUT_VERSION = 1;
+
+    /** Heartbeat value of a daemon that shut down cleanly. */
+    public static final long HEARTBEAT_CLOSED = -1L;
+
+    /** Flag: the control file lives on hugetlbfs. */
+    public static final int FLAG_HUGEPAGE_BACKED = 1;
+
+    /** Offset of the magic number. */
+    public static final int MAGIC_OFFSET = 0;
+    /** Offset of the layout version: 0 until the file is complete, then {@link #LAYOUT_VERSION}. */
+    public static final int LAYOUT_VERSION_OFFSET = MAGIC_OFFSET + SIZE_OF_INT;
+    /** Offset of the random 64-bit epoch of this daemon start. */
+    public static final int EPOCH_OFFSET = LAYOUT_VERSION_OFFSET + SIZE_OF_INT;
+    /** Offset of the daemon's pid. */
+    public static final int PID_OFFSET = EPOCH_OFFSET + SIZE_OF_LONG;
+    /** Offset of the daemon's start time in ms since the epoch. */
+    public static final int START_TIME_OFFSET = PID_OFFSET + SIZE_OF_LONG;
+    /** Offset of the heartbeat: the wall clock in ms, stored every heartbeat interval. */
+    public static final int HEARTBEAT_OFFSET = START_TIME_OFFSET + SIZE_OF_LONG;
+    /** Offset of the length of the whole control file. */
+    public static final int FILE_LENGTH_OFFSET = HEARTBEAT_OFFSET + SIZE_OF_LONG;
+    /** Offset of the flags ({@link #FLAG_HUGEPAGE_BACKED}). */
+    public static final int FLAGS_OFFSET = FILE_LENGTH_OFFSET + SIZE_OF_LONG;
+    /** Offset of the heartbeat interval in ms, so readers know what "stale" means. */
+    public static final int HEARTBEAT_INTERVAL_OFFSET = FLAGS_OFFSET + SIZE_OF_INT;
+
+    /** Offset of the seqlock counter guarding the MR table and the global cache. */
+    public static final int SEQ_OFFSET = CACHE_LINE_LENGTH;
+    /** Offset of devGen: local caches flush when it differs from the value they saw. */
+    public static final int DEV_GEN_OFFSET = SEQ_OFFSET + SIZE_OF_LONG;
+    /** Offset of the number of global cache entries in use, sentinel included. */
+    public static final int CACHE_LEN_OFFSET = DEV_GEN_OFFSET + SIZE_OF_LONG;
+    /** Offset of the overflow flag: 1 when the global cache could not hold every chunk. */
+    public static final int CACHE_OVERFLOW_OFFSET = CACHE_LEN_OFFSET + SIZE_OF_INT;
+    /** Offset of the number of MR records ever used: readers scan no further. */
+    public static final int MR_HIGH_WATER_OFFSET = CACHE_OVERFLOW_OFFSET + SIZE_OF_INT;
+
+    /** Offset of the first byte of the first memory-segment list's reservation. */
+    public static final int BASE_VIRTADDR_OFFSET = 2 * CACHE_LINE_LENGTH;
+    /** Offset of the logical segment size (2 MiB). */
+    public static final int SEGMENT_SIZE_OFFSET = BASE_VIRTADDR_OFFSET + SIZE_OF_LONG;
+    /** Offset of the counters metadata section's offset. */
+    public static final int COUNTERS_METADATA_OFFSET_OFFSET = SEGMENT_SIZE_OFFSET + SIZE_OF_LONG;
+    /** Offset of the counters metadata section's length. */
+    public static final int COUNTERS_METADATA_LENGTH_OFFSET = COUNTERS_METADATA_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the counters values section's offset. */
+    public static final int COUNTERS_VALUES_OFFSET_OFFSET = COUNTERS_METADATA_LENGTH_OFFSET + SIZE_OF_INT;
+    /** Offset of the counters values section's length. */
+    public static final int COUNTERS_VALUES_LENGTH_OFFSET = COUNTERS_VALUES_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the memory-segment lists section's offset. */
+    public static final int MEMSEG_LISTS_OFFSET_OFFSET = COUNTERS_VALUES_LENGTH_OFFSET + SIZE_OF_INT;
+    /** Offset of the number of memory-segment lists. */
+    public static final int MEMSEG_LIST_COUNT_OFFSET = MEMSEG_LISTS_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the length of one memory-segment list record. */
+    public static final int MEMSEG_LIST_RECORD_LENGTH_OFFSET = MEMSEG_LIST_COUNT_OFFSET + SIZE_OF_INT;
+    /** Offset of the number of segments in each list. */
+    public static final int SEGMENTS_PER_LIST_OFFSET = MEMSEG_LIST_RECORD_LENGTH_OFFSET + SIZE_OF_INT;
+    /** Offset of the MR table section's offset. */
+    public static final int MR_TABLE_OFFSET_OFFSET = SEGMENTS_PER_LIST_OFFSET + SIZE_OF_INT;
+    /** Offset of the MR table's capacity in records. */
+    public static final int MR_CAPACITY_OFFSET = MR_TABLE_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the MR bitmap area's offset. */
+    public static final int MR_BITMAP_OFFSET_OFFSET = MR_CAPACITY_OFFSET + SIZE_OF_INT;
+    /** Offset of the bitmap bytes each MR record owns. */
+    public static final int MR_BITMAP_LENGTH_OFFSET = MR_BITMAP_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the global cache section's offset. */
+    public static final int CACHE_OFFSET_OFFSET = MR_BITMAP_LENGTH_OFFSET + SIZE_OF_INT;
+    /** Offset of the global cache's capacity in entries, sentinel included. */
+    public static final int CACHE_CAPACITY_OFFSET = CACHE_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the client table section's offset. */
+    public static final int CLIENT_TABLE_OFFSET_OFFSET = CACHE_CAPACITY_OFFSET + SIZE_OF_INT;
+    /** Offset of the client table's capacity in records. */
+    public static final int CLIENT_CAPACITY_OFFSET = CLIENT_TABLE_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the error log section's offset. */
+    public static final int ERROR_LOG_OFFSET_OFFSET = CLIENT_CAPACITY_OFFSET + SIZE_OF_INT;
+    /** Offset of the error log section's length. */
+    public static final int ERROR_LOG_LENGTH_OFFSET = ERROR_LOG_OFFSET_OFFSET + SIZE_OF_INT;
+    /** Offset of the first address of the window where external memory is mapped. */
+    public static final int EXTERNAL_BASE_OFFSET = ERROR_LOG_LENGTH_OFFSET + SIZE_OF_INT;
+    /** Offset of the length of the external memory window. */
+    public static final int EXTERNAL_LENGTH_OFFSET = EXTERNAL_BASE_OFFSET + SIZE_OF_LONG;
+    /** Offset of the registration provider's name. */
+    public static final int PROVIDER_NAME_OFFSET = EXTERNAL_LENGTH_OFFSET + SIZE_OF_LONG;
+    /** Bytes reserved for the provider name. */
+    public static final int PROVIDER_NAME_LENGTH = 16;
+
+    /** Length of the header: four cache lines. */
+    public static final int HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;
+
+    private HeaderDescriptor()
+    {
+    }
+}

@@ -1,0 +1,377 @@
+package io.mrd.layout.sys;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The C library calls mrd needs and the JDK does not offer, bound through the
+ * Foreign Function &amp; Memory API: fixed-address {@code mmap} (both sides of a
+ * mapping must agree on flags, so primary and secondaries share this class),
+ * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}.
+ * <p>
+ * Every failure is an {@link MrdException} whose message names the call, its
+ * arguments and the errno as name and text ({@code ENOMEM: Cannot allocate memory}).
+ */
+public final class Posix
+{
+    public static final int PROT_NONE = 0;
+    public static final int PROT_READ = 1;
+    public static final int PROT_WRITE = 2;
+
+    public static final int MAP_SHARED = 0x01;
+    public static final int MAP_PRIVATE = 0x02;
+    public static final int MAP_FIXED = 0x10;
+    public static final int MAP_ANONYMOUS = 0x20;
+    public static final int MAP_NORESERVE = 0x4000;
+    public static final int MAP_POPULATE = 0x8000;
+    /** Linux 4.17+: like MAP_FIXED but fails with EEXIST instead of replacing an existing mapping. */
+    public static final int MAP_FIXED_NOREPLACE = 0x100000;
+
+    public static final int O_RDONLY = 0;
+    public static final int O_RDWR = 2;
+    public static final int O_CREAT = 0100;
+    public static final int O_EXCL = 0200;
+    public static final int O_TRUNC = 01000;
+    public static final int O_CLOEXEC = 02000000;
+
+    public static final int LOCK_SH = 1;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
+    public static final int LOCK_UN = 8;
+
+    public static final int FALLOC_FL_KEEP_SIZE = 1;
+    public static final int FALLOC_FL_PUNCH_HOLE = 2;
+
+    public static final int MFD_CLOEXEC = 1;
+    public static final int MFD_HUGETLB = 4;
+
+    public static final int EEXIST = 17;
+    public static final int EWOULDBLOCK = 11;
+    public static final int EINTR = 4;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIBC = LINKER.defaultLookup();
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    private static final ThreadLocal<MemorySegment> CALL_STATE =
+        ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
+
+    private static final MethodHandle MMAP = bind("mmap",
+        FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle MLOCK = bind("mlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle MUNLOCK = bind("munlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle OPEN = bind("open",
+        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle FTRUNCATE = bind("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final MethodHandle FALLOCATE = bind("fallocate",
+        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
+    private static final MethodHandle FLOCK = bind("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle MEMFD_CREATE = bind("memfd_create",
+        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle GETUID = bindNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETGID = bindNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETRLIMIT = bind("getrlimit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+
+    /** RLIMIT_MEMLOCK's resource number on Linux. */
+    public static final int RLIMIT_MEMLOCK = 8;
+    /** What getrlimit reports for "no limit". */
+    public static final long RLIM_INFINITY = -1L;
+
+    private Posix()
+    {
+    }
+
+    /**
+     * Reserves {@code length} bytes of address space at exactly {@code address}, inaccessible and
+     * backed by nothing, failing instead of replacing anything already mapped there.
+     *
+     * @return the reservation.
+     * @throws MrdException EEXIST naming the range when any part of it is already mapped.
+     */
+    public static MemorySegment reserve(final long address, final long length)
+    {
+        return mapFixedNoReplace(address, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
+
+    /**
+     * {@code mmap(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset)}, checking that the kernel
+     * honoured the address (kernels before 4.17 treat the flag as a hint and map elsewhere).
+     */
+    public static MemorySegment mapFixedNoReplace(
+        final long address, final long length, final int prot, final int flags, final int fd, final long offset)
+    {
+        final long got = mmapRaw(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset);
+        if (got == -1L)
+        {
+            final int errno = errno();
+            if (errno == EEXIST)
+            {
+                throw new MrdException(ErrorCode.EEXIST, "address range " + range(address, length) +
+                    " is already mapped in this process (pid " + ProcessHandle.current().pid() +
+                    "): start the daemon at another --base-virtaddr");
+            }
+            throw failure(errno, "mmap(" + range(address, length) + ", fd " + fd + ")");
+        }
+        if (got != address)
+        {
+            munmapQuietly(got, length);
+            throw new MrdException(ErrorCode.ENOSYS, "the kernel mapped " + Sizes.hex(got) + " instead of " +
+                Sizes.hex(address) + ": MAP_FIXED_NOREPLACE needs Linux 4.17 or newer");
+        }
+        return MemorySegment.ofAddress(address).reinterpret(length);
+    }
+
+    /**
+     * {@code mmap} with {@code MAP_FIXED} over a range this process has already reserved: replaces
+     * that part of the reservation and nothing else.
+     */
+    public static MemorySegment mapFixed(
+        final long address, final long length, final int prot, final int flags, final int fd, final long offset)
+    {
+        final long got = mmapRaw(address, length, prot, flags | MAP_FIXED, fd, offset);
+        if (got == -1L)
+        {
+            throw failure(errno(), "mmap(MAP_FIXED " + range(address, length) + ", fd " + fd + ", offset " +
+                Sizes.hex(offset) + ")");
+        }
+        return MemorySegment.ofAddress(address).reinterpret(length);
+    }
+
+    /**
+     * Puts a part of a reservation back to inaccessible, unbacked address space (the reverse of
+     * {@link #mapFixed}), so the range stays reserved for this process.
+     */
+    public static void unmapToReservation(final long address, final long length)
+    {
+        mapFixed(address, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    }
+
+    /**
+     * {@code mmap(NULL, …)} wherever the kernel likes.
+     */
+    public static MemorySegment map(final long length, final int prot, final int flags, final int fd, final long offset)
+    {
+        final long got = mmapRaw(0, length, prot, flags, fd, offset);
+        if (got == -1L)
+        {
+            throw failure(errno(), "mmap(" + Sizes.format(length) + ", fd " + fd + ")");
+        }
+        return MemorySegment.ofAddress(got).reinterpret(length);
+    }
+
+    public static void munmap(final long address, final long length)
+    {
+        if (callInt(MUNMAP, MemorySegment.ofAddress(address), length) != 0)
+        {
+            throw failure(errno(), "munmap(" + range(address, length) + ")");
+        }
+    }
+
+    public static void munmapQuietly(final long address, final long length)
+    {
+        callInt(MUNMAP, MemorySegment.ofAddress(address), length);
+    }
+
+    /**
+     * Pins the pages of a range in memory, as {@code ibv_reg_mr} does.
+     *
+     * @return 0 on success, else the errno (ENOMEM when RLIMIT_MEMLOCK would be exceeded, EAGAIN
+     * when the kernel could not lock some pages).
+     */
+    public static int mlock(final long address, final long length)
+    {
+        return callInt(MLOCK, MemorySegment.ofAddress(address), length) == 0 ? 0 : errno();
+    }
+
+    public static int munlock(final long address, final long length)
+    {
+        return callInt(MUNLOCK, MemorySegment.ofAddress(address), length) == 0 ? 0 : errno();
+    }
+
+    /**
+     * @return the file descriptor.
+     */
+    public static int open(final String path, final int flags, final int mode)
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final int fd = callInt(OPEN, arena.allocateFrom(path), flags, mode);
+            if (fd < 0)
+            {
+                throw failure(errno(), "open(" + path + ")");
+            }
+            return fd;
+        }
+    }
+
+    public static void close(final int fd)
+    {
+        callInt(CLOSE, fd);
+    }
+
+    public static void ftruncate(final int fd, final long length)
+    {
+        if (callInt(FTRUNCATE, fd, length) != 0)
+        {
+            throw failure(errno(), "ftruncate(fd " + fd + ", " + Sizes.format(length) + ")");
+        }
+    }
+
+    /**
+     * Gives the pages of a file range back to the system (hugetlbfs and tmpfs both support it), so a
+     * freed segment does not keep memory.
+     *
+     * @return 0 or the errno.
+     */
+    public static int punchHole(final int fd, final long offset, final long length)
+    {
+        return callInt(FALLOCATE, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length) == 0 ? 0 : errno();
+    }
+
+    /**
+     * {@code flock(fd, operation)}.
+     *
+     * @return 0, or the errno ({@link #EWOULDBLOCK} when LOCK_NB was given and another holds the lock).
+     */
+    public static int flock(final int fd, final int operation)
+    {
+        while (true)
+        {
+            if (callInt(FLOCK, fd, operation) == 0)
+            {
+                return 0;
+            }
+            final int errno = errno();
+            if (errno != EINTR)
+            {
+                return errno;
+            }
+        }
+    }
+
+    public static int memfdCreate(final String name, final int flags)
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final int fd = callInt(MEMFD_CREATE, arena.allocateFrom(name), flags);
+            if (fd < 0)
+            {
+                throw failure(errno(), "memfd_create(" + name + ")");
+            }
+            return fd;
+        }
+    }
+
+    public static int getuid()
+    {
+        return callInt(GETUID);
+    }
+
+    public static int getgid()
+    {
+        return callInt(GETGID);
+    }
+
+    /**
+     * @return the soft RLIMIT_MEMLOCK in bytes, or {@link #RLIM_INFINITY}.
+     */
+    public static long memlockLimit()
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment rlimit = arena.allocate(16, 8);
+            if (callInt(GETRLIMIT, RLIMIT_MEMLOCK, rlimit) != 0)
+            {
+                throw failure(errno(), "getrlimit(RLIMIT_MEMLOCK)");
+            }
+            return rlimit.get(ValueLayout.JAVA_LONG, 0);
+        }
+    }
+
+    /**
+     * @return an exception naming the call and the errno as name and text.
+     */
+    public static MrdException failure(final int errno, final String call)
+    {
+        return new MrdException(ErrorCode.of(errno), call + " failed: " + ErrorCode.describe(errno));
+    }
+
+    /**
+     * @return the errno captured by the last call this thread made through this class.
+     */
+    public static int errno()
+    {
+        return (int)ERRNO.get(CALL_STATE.get(), 0L);
+    }
+
+    private static String range(final long address, final long length)
+    {
+        return "[" + Sizes.hex(address) + ", " + Sizes.hex(address + length) + ")";
+    }
+
+    private static long mmapRaw(
+        final long address, final long length, final int prot, final int flags, final int fd, final long offset)
+    {
+        try
+        {
+            final MemorySegment result = (MemorySegment)MMAP.invokeExact(
+                CALL_STATE.get(), MemorySegment.ofAddress(address), length, prot, flags, fd, offset);
+            return result.address();
+        }
+        catch (final Throwable t)
+        {
+            throw new IllegalStateException("mmap binding", t);
+        }
+    }
+
+    private static int callInt(final MethodHandle handle, final Object... args)
+    {
+        try
+        {
+            if (handle == GETUID || handle == GETGID)
+            {
+                return (int)handle.invokeWithArguments(args);
+            }
+            final Object[] withState = new Object[args.length + 1];
+            withState[0] = CALL_STATE.get();
+            System.arraycopy(args, 0, withState, 1, args.length);
+            return (int)handle.invokeWithArguments(withState);
+        }
+        catch (final Throwable t)
+        {
+            throw new IllegalStateException("native call binding", t);
+        }
+    }
+
+    private static MethodHandle bind(final String name, final FunctionDescriptor descriptor, final Linker.Option... more)
+    {
+        final Linker.Option[] options = new Linker.Option[more.length + 1];
+        options[0] = CAPTURE_ERRNO;
+        System.arraycopy(more, 0, options, 1, more.length);
+        return LINKER.downcallHandle(LIBC.find(name).orElseThrow(
+            () -> new IllegalStateException("libc has no " + name)), descriptor, options);
+    }
+
+    private static MethodHandle bindNoErrno(final String name, final FunctionDescriptor descriptor)
+    {
+        return LINKER.downcallHandle(LIBC.find(name).orElseThrow(), descriptor);
+    }
+}
