@@ -1,0 +1,30 @@
+package io.mrd.cli;
+
+import io.mrd.primary.DaemonContext;
+import io.mrd.primary.RunDirectory;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+
+/**
+ * {@code --dir}, shared by every command that talks to a daemon.
+ */
+public final class DirOption
+{
+    @Option(names = "--dir", paramLabel = "DIR",
+        description = "Run directory of the daemon (default: $MRD_DIR, else $XDG_RUNTIME_DIR/mrd, else /dev/shm/mrd-<uid>).")
+    Path dir;
+
+    /**
+     * @return the run directory as DESIGN §2 resolves it.
+     */
+    public Path resolve()
+    {
+        return DaemonContext.resolveDir(dir, System.getenv());
+    }
+
+    public RunDirectory runDirectory()
+    {
+        return new RunDirectory(resolve());
+    }
+}

@@ -1,0 +1,313 @@
+package io.mrd.cli;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.DaemonContext;
+import io.mrd.primary.MrdDaemon;
+import io.mrd.primary.RunDirectory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code mrd start}: runs the primary, in the foreground or as a background process this command waits for.
+ */
+@Command(
+    name = "start",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Start the primary daemon. Without --foreground it starts in the background, waits until the",
+        "control file is published and the heartbeat runs, prints the pid and directory, and exits 0;",
+        "on failure it prints a one-line reason and exits 1. A directory left by a daemon that died",
+        "(lock free, heartbeat stale) is recovered: its files are removed and recreated."
+    },
+    footer = {
+        "",
+        "Examples:",
+        "  mrd start --dir /tmp/mrd",
+        "  mrd start --dir /tmp/mrd --max-memory 4GiB --huge-dir /dev/hugepages --foreground",
+        "  mrd start --base-virtaddr 0x200000000000 --max-pinned 1GiB"
+    })
+public final class StartCommand implements Callable<Integer>
+{
+    /** How long the background start waits for the daemon to publish its control file. */
+    private static final long READY_TIMEOUT_MS = 60_000;
+
+    @Mixin
+    DirOption dirOption;
+
+    @Option(names = "--foreground", description = "Run in this process until SIGTERM, SIGINT or 'mrd stop'; log to stderr.")
+    boolean foreground;
+
+    @Option(names = "--huge-dir", paramLabel = "PATH",
+        description = "hugetlbfs mount for the control file and memory (default: the first hugetlbfs mount in " +
+            "/proc/mounts with free pages; 'none' = tmpfs only). Falls back to tmpfs when it has too few free pages.")
+    String hugeDir;
+
+    @Option(names = "--base-virtaddr", paramLabel = "ADDR", converter = SizeConverter.Address.class,
+        description = "First virtual address of the memory-segment lists, a multiple of 1GiB " +
+            "(default: 0x100000000000). Secondaries map memory at the same addresses.")
+    Long baseVirtaddr;
+
+    @Option(names = "--max-memory", paramLabel = "SIZE", converter = SizeConverter.class,
+        description = "Total memory the daemon may hand out, e.g. 2GiB (default: 2GiB).")
+    Long maxMemory;
+
+    @Option(names = "--list-size", paramLabel = "SIZE", converter = SizeConverter.class,
+        description = "Size of one memory-segment list; lists are never virtually contiguous (default: 512MiB).")
+    Long listSize;
+
+    @Option(names = "--max-external", paramLabel = "SIZE", converter = SizeConverter.class,
+        description = "Address space reserved for external memory registered by secondaries (default: 1GiB).")
+    Long maxExternal;
+
+    @Option(names = "--max-mrs", paramLabel = "N", description = "Capacity of the MR table (default: 4096).")
+    Integer maxMrs;
+
+    @Option(names = "--cache-capacity", paramLabel = "N",
+        description = "Entries of the global MR cache (default: 1048576; the file is sparse).")
+    Integer cacheCapacity;
+
+    @Option(names = "--max-clients", paramLabel = "N", description = "Secondaries connected at once (default: 256).")
+    Integer maxClients;
+
+    @Option(names = "--provider", paramLabel = "NAME", description = "Registration provider: soft (default) or ibverbs.")
+    String provider;
+
+    @Option(names = "--device", paramLabel = "NAME", description = "RDMA device for --provider ibverbs (default: the first).")
+    String device;
+
+    @Option(names = "--max-pinned", paramLabel = "SIZE", converter = SizeConverter.class,
+        description = "Most memory registrations may pin, e.g. 1GiB (default: no mrd limit; RLIMIT_MEMLOCK applies).")
+    Long maxPinned;
+
+    @Option(names = "--mr-ext-memseg", negatable = true, defaultValue = "true", fallbackValue = "true",
+        description = "Register the whole virtually contiguous chunk around an address (default), or, with " +
+            "--no-mr-ext-memseg, one 2MiB segment per MR.")
+    boolean mrExtMemseg;
+
+    @Option(names = "--allow-gid", paramLabel = "GID",
+        description = "Also accept peers of this group (repeatable). The daemon's uid and root are always accepted.")
+    List<Integer> allowGids = new ArrayList<>();
+
+    @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
+    String logLevel;
+
+    @Option(names = "--fail-nth", paramLabel = "N", hidden = true,
+        description = "Fault injection: fail the Nth registration (soft provider).")
+    Integer failNth;
+
+    @Option(names = "--registration-latency", paramLabel = "MICROS", hidden = true,
+        description = "Fault injection: add this many microseconds to every registration (soft provider).")
+    Long registrationLatencyMicros;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public Integer call()
+    {
+        final DaemonContext context = context();
+        return foreground ? runForeground(context) : startBackground(context);
+    }
+
+    DaemonContext context()
+    {
+        final DaemonContext context = new DaemonContext().dir(dirOption.resolve());
+        if (null != hugeDir)
+        {
+            context.hugeDir(hugeDir);
+        }
+        if (null != baseVirtaddr)
+        {
+            context.baseVirtaddr(baseVirtaddr);
+        }
+        if (null != maxMemory)
+        {
+            context.maxMemory(maxMemory);
+        }
+        if (null != listSize)
+        {
+            context.listSize(listSize);
+        }
+        if (null != maxExternal)
+        {
+            context.maxExternal(maxExternal);
+        }
+        if (null != maxMrs)
+        {
+            context.maxMrs(maxMrs);
+        }
+        if (null != cacheCapacity)
+        {
+            context.cacheCapacity(cacheCapacity);
+        }
+        if (null != maxClients)
+        {
+            context.maxClients(maxClients);
+        }
+        if (null != provider)
+        {
+            context.provider(provider);
+        }
+        if (null != device)
+        {
+            context.device(device);
+        }
+        if (null != maxPinned)
+        {
+            context.maxPinned(maxPinned);
+        }
+        if (null != failNth)
+        {
+            context.failNth(failNth);
+        }
+        if (null != registrationLatencyMicros)
+        {
+            context.registrationLatencyNanos(registrationLatencyMicros * 1000);
+        }
+        allowGids.forEach(context::allowGid);
+        context.mrExtMemseg(mrExtMemseg);
+        return context.applyEnvironment(System.getenv()).conclude();
+    }
+
+    private int runForeground(final DaemonContext context)
+    {
+        final MrdDaemon daemon = MrdDaemon.launch(context);
+        Runtime.getRuntime().addShutdownHook(new Thread(daemon::close, "mrd-shutdown"));
+        spec.commandLine().getOut().println("mrd started: pid " + ProcessHandle.current().pid() + ", dir " +
+            context.dir());
+        spec.commandLine().getOut().flush();
+        daemon.awaitClosed();
+        return 0;
+    }
+
+    private int startBackground(final DaemonContext context)
+    {
+        final RunDirectory runDirectory = new RunDirectory(context.dir()).ensureExists();
+        if (runDirectory.isLocked())
+        {
+            throw new MrdException(ErrorCode.EBUSY, "a daemon is already running in " + context.dir() +
+                runDirectory.readSnapshot().map(s -> " (pid " + s.pid() + ")").orElse("") +
+                ": stop it with 'mrd stop --dir " + context.dir() + "' or choose another --dir");
+        }
+        final Process process = spawn(runDirectory, context);
+        final long deadline = System.currentTimeMillis() + READY_TIMEOUT_MS;
+        while (true)
+        {
+            if (!process.isAlive())
+            {
+                throw new MrdException(ErrorCode.EIO, "the daemon exited with status " + process.exitValue() +
+                    " while starting: " + lastError(runDirectory.logFile()));
+            }
+            if (isReady(runDirectory, process.pid()))
+            {
+                spec.commandLine().getOut().println("mrd started: pid " + process.pid() + ", dir " + context.dir() +
+                    ", log " + runDirectory.logFile());
+                return 0;
+            }
+            if (System.currentTimeMillis() > deadline)
+            {
+                process.destroyForcibly();
+                throw new MrdException(ErrorCode.ETIMEDOUT, "the daemon (pid " + process.pid() +
+                    ") did not publish its control file within " + READY_TIMEOUT_MS / 1000 +
+                    " s and was killed; see " + runDirectory.logFile());
+            }
+            try
+            {
+                Thread.sleep(20);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+                throw new MrdException(ErrorCode.EIO, "interrupted while waiting for the daemon to start");
+            }
+        }
+    }
+
+    private static boolean isReady(final RunDirectory runDirectory, final long pid)
+    {
+        try (ControlFile ctl = ControlFile.openReadOnly(runDirectory.controlFile()))
+        {
+            return ctl.header().pid() == pid && ctl.heartbeatAgeMs(System.currentTimeMillis()) >= 0;
+        }
+        catch (final MrdException ex)
+        {
+            return false;
+        }
+    }
+
+    /**
+     * Starts {@code mrd start --foreground} with this JVM's binary, flags and class path, detached from the
+     * terminal's session (setsid) and writing to {@code DIR/mrd.log}.
+     */
+    private Process spawn(final RunDirectory runDirectory, final DaemonContext context)
+    {
+        final List<String> command = new ArrayList<>();
+        if (Files.isExecutable(Path.of("/usr/bin/setsid")))
+        {
+            command.add("/usr/bin/setsid");
+        }
+        command.add(ProcessHandle.current().info().command()
+            .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(Mrd.class.getName());
+        command.addAll(spec.root().commandLine().getParseResult().originalArgs());
+        command.add("--foreground");
+        command.add("--dir");
+        command.add(context.dir().toString());
+        try
+        {
+            final Path log = runDirectory.logFile();
+            return new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .start();
+        }
+        catch (final IOException ex)
+        {
+            throw new MrdException(ErrorCode.EIO, "cannot start the daemon process: " + ex.getMessage());
+        }
+    }
+
+    /**
+     * @return the daemon's own one-line reason from the end of its log ("mrd start: CODE: …").
+     */
+    private static String lastError(final Path log)
+    {
+        try
+        {
+            final List<String> lines = Files.readAllLines(log);
+            for (int i = lines.size() - 1; i >= 0; i--)
+            {
+                if (lines.get(i).startsWith("mrd start: "))
+                {
+                    return lines.get(i).substring("mrd start: ".length());
+                }
+            }
+            return "no reason in " + log + " (last line: " + (lines.isEmpty() ? "none" : lines.getLast()) + ")";
+        }
+        catch (final IOException ex)
+        {
+            return "cannot read " + log + ": " + ex.getMessage();
+        }
+    }
+
+    static String size(final long bytes)
+    {
+        return Sizes.format(bytes);
+    }
+}

@@ -1,0 +1,85 @@
+package io.mrd.cli;
+
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.DaemonContext;
+import io.mrd.primary.RunDirectory;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+
+import java.io.PrintWriter;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code mrd status}: is the daemon alive? Reads the lock and the control file only.
+ */
+@Command(
+    name = "status",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Tell whether a daemon is running: exit 0 with pid, uptime, heartbeat age and memory in use when it",
+        "is alive; exit 1 and 'not running' (or 'not responding' when its heartbeat is stale) otherwise."
+    },
+    footer = {"", "Example:", "  mrd status --dir /tmp/mrd && echo alive"})
+public final class StatusCommand implements Callable<Integer>
+{
+    @Mixin
+    DirOption dirOption;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public Integer call()
+    {
+        final RunDirectory runDirectory = dirOption.runDirectory();
+        final PrintWriter out = spec.commandLine().getOut();
+        final Optional<RunDirectory.Snapshot> snapshot = runDirectory.readSnapshot();
+        if (!runDirectory.isLocked())
+        {
+            out.println("mrd not running in " + runDirectory.dir() + snapshot
+                .map(s -> " (stale files of pid " + s.pid() + " remain; the next 'mrd start' recovers them)")
+                .orElse(""));
+            return Mrd.EXIT_FAILURE;
+        }
+        if (snapshot.isEmpty())
+        {
+            out.println("mrd not running in " + runDirectory.dir() +
+                " (the lock is held but no control file is published: the daemon is starting or stuck)");
+            return Mrd.EXIT_FAILURE;
+        }
+        final RunDirectory.Snapshot s = snapshot.get();
+        final long staleMs = (long)DaemonContext.STALE_HEARTBEAT_INTERVALS * DaemonContext.DEFAULT_HEARTBEAT_INTERVAL_MS;
+        if (s.heartbeatAgeMs() < 0 || s.heartbeatAgeMs() > staleMs)
+        {
+            out.println("mrd not responding in " + runDirectory.dir() + ": pid " + s.pid() + ", heartbeat " +
+                (s.heartbeatAgeMs() < 0 ? "closed" : s.heartbeatAgeMs() + " ms old") +
+                ": check the process, or 'mrd stop' it");
+            return Mrd.EXIT_FAILURE;
+        }
+        out.println("mrd running in " + runDirectory.dir());
+        out.printf("  pid          %d%n", s.pid());
+        out.printf("  epoch        %s%n", Sizes.hex(s.epoch()));
+        out.printf("  uptime       %s%n", formatDuration(System.currentTimeMillis() - s.startTimeMs()));
+        out.printf("  heartbeat    %d ms ago%n", s.heartbeatAgeMs());
+        out.printf("  provider     %s%n", s.provider());
+        out.printf("  memory       %s in use of %s (%s)%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()),
+            s.hugepageBacked() ? "hugetlbfs" : "tmpfs");
+        return 0;
+    }
+
+    static String formatDuration(final long ms)
+    {
+        final Duration d = Duration.ofMillis(Math.max(0, ms));
+        if (d.toHours() > 0)
+        {
+            return String.format("%dh%02dm%02ds", d.toHours(), d.toMinutesPart(), d.toSecondsPart());
+        }
+        if (d.toMinutes() > 0)
+        {
+            return String.format("%dm%02ds", d.toMinutes(), d.toSecondsPart());
+        }
+        return String.format("%d.%01ds", d.toSeconds(), d.toMillisPart() / 100);
+    }
+}

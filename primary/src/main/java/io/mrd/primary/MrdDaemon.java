@@ -1,0 +1,342 @@
+package io.mrd.primary;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.ControlHeader;
+import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.SortedTable;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.memory.HugePages;
+import io.mrd.primary.memory.MemoryConfig;
+import io.mrd.primary.memory.MemoryManager;
+import io.mrd.primary.mr.MrEngine;
+import io.mrd.primary.provider.ProviderConfig;
+import io.mrd.primary.provider.Registrar;
+import io.mrd.primary.provider.Registrars;
+import org.agrona.concurrent.SystemEpochClock;
+import org.agrona.concurrent.errors.DistinctErrorLog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The primary: owns the run directory's lock, the control file, the memory-segment lists, and (with the
+ * later pieces) the MR engine and the socket server. {@link #launch} returns once the control file is
+ * published; {@link #close} undoes everything in reverse and is safe to call from a signal's shutdown hook.
+ */
+public final class MrdDaemon implements AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(MrdDaemon.class);
+
+    private final DaemonContext context;
+    private final RunDirectory runDirectory;
+    private final ControlFile controlFile;
+    private final Path controlFileTarget;
+    private final DaemonCounters counters;
+    private final DistinctErrorLog errorLog;
+    private final MemoryManager memory;
+    private final MrEngine engine;
+    private final Thread heartbeat;
+    private final CountDownLatch closed = new CountDownLatch(1);
+    private volatile boolean closing;
+
+    private MrdDaemon(
+        final DaemonContext context,
+        final RunDirectory runDirectory,
+        final ControlFile controlFile,
+        final Path controlFileTarget,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final MemoryManager memory,
+        final MrEngine engine)
+    {
+        this.context = context;
+        this.runDirectory = runDirectory;
+        this.controlFile = controlFile;
+        this.controlFileTarget = controlFileTarget;
+        this.counters = counters;
+        this.errorLog = errorLog;
+        this.memory = memory;
+        this.engine = engine;
+        this.heartbeat = Thread.ofPlatform().name("mrd-heartbeat").daemon(true).unstarted(this::beat);
+    }
+
+    /**
+     * Starts a daemon: locks the directory, recovers it if a previous daemon died there, creates and
+     * publishes the control file, reserves the memory, starts the heartbeat.
+     *
+     * @throws MrdException with a one-line reason when anything is in the way.
+     */
+    public static MrdDaemon launch(final DaemonContext context)
+    {
+        context.conclude();
+        final RunDirectory runDirectory = new RunDirectory(context.dir()).ensureExists();
+        runDirectory.lock();
+        ControlFile ctl = null;
+        MemoryManager memory = null;
+        Registrar registrar = null;
+        try
+        {
+            recoverStale(runDirectory);
+            LOG.info("starting with {}", context);
+
+            final ControlFileLayout layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
+                context.maxMrs(), context.cacheCapacity(), context.maxClients());
+            final long hugePage = 2 * Sizes.MIB;
+            final long controlPages = Sizes.alignUp(layout.fileLength(), hugePage) / hugePage;
+            final Optional<Path> huge = context.hugeDisabled() ? Optional.empty() :
+                HugePages.findMountWithFreePages(context.hugeDir(), controlPages + 8);
+            if (huge.isEmpty() && context.hugeDir().isPresent())
+            {
+                LOG.warn("hugetlbfs at {} has fewer than {} free 2MiB pages: using tmpfs (add pages with " +
+                    "scripts/setup-hugepages)", context.hugeDir().get(), controlPages + 8);
+            }
+
+            final Path ctlLink = runDirectory.controlFile();
+            final Path ctlTarget;
+            if (huge.isPresent())
+            {
+                ctlTarget = huge.get().resolve("mrd-" + ProcessHandle.current().pid() + ".ctl");
+                ctl = ControlFile.create(ctlTarget, layout, hugePage);
+                Files.deleteIfExists(ctlLink);
+                Files.createSymbolicLink(ctlLink, ctlTarget);
+            }
+            else
+            {
+                ctlTarget = ctlLink;
+                ctl = ControlFile.create(ctlLink, layout, 4096);
+            }
+            LOG.info("control file {} ({} on {})", ctlLink, Sizes.format(layout.fileLength()),
+                huge.map(p -> "hugetlbfs " + p).orElse("tmpfs"));
+
+            final long now = System.currentTimeMillis();
+            final ControlHeader header = ctl.header();
+            header.magic(HeaderDescriptor.MAGIC)
+                .epoch(new SecureRandom().nextLong())
+                .pid(ProcessHandle.current().pid())
+                .startTimeMs(now)
+                .heartbeatMs(now)
+                .heartbeatIntervalMs(context.heartbeatIntervalMs())
+                .flags(huge.isPresent() ? HeaderDescriptor.FLAG_HUGEPAGE_BACKED : 0)
+                .baseVirtaddr(context.baseVirtaddr())
+                .segmentSize(DaemonContext.SEGMENT_SIZE)
+                .providerName(context.provider());
+            header.cacheLen(SortedTable.clear(ctl.buffer(), layout.cacheOffset()));
+
+            final DaemonCounters counters = new DaemonCounters(ctl);
+            final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
+            memory = new MemoryManager(new MemoryConfig(context.baseVirtaddr(), DaemonContext.SEGMENT_SIZE,
+                context.listCount(), context.segmentsPerList(), runDirectory.memDir(), huge, ctl.buffer(), layout));
+            header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB)).externalLength(context.maxExternal());
+
+            // The provider comes last: it is what most often refuses to start (no device, no library), and
+            // everything before it is cheap to undo.
+            registrar = Registrars.create(providerConfig(context));
+            final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
+            final MrdDaemon daemon = new MrdDaemon(
+                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, engine);
+            header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
+            daemon.heartbeat.start();
+            LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.dir(),
+                Long.toHexString(header.epoch()), Sizes.format(memory.capacity()), Sizes.hex(context.baseVirtaddr()));
+            return daemon;
+        }
+        catch (final IOException ex)
+        {
+            cleanupFailedStart(runDirectory, ctl, memory, registrar);
+            throw new MrdException(ErrorCode.EIO, "cannot create the control file in " + context.dir() + ": " + ex);
+        }
+        catch (final RuntimeException ex)
+        {
+            cleanupFailedStart(runDirectory, ctl, memory, registrar);
+            throw ex;
+        }
+    }
+
+    private static ProviderConfig providerConfig(final DaemonContext context)
+    {
+        ProviderConfig config = ProviderConfig.defaults()
+            .withName(context.provider())
+            .withMaxPinned(context.maxPinned())
+            .withFailNth(context.failNth())
+            .withLatencyNanos(context.registrationLatencyNanos());
+        if (context.device().isPresent())
+        {
+            config = config.withDeviceName(context.device().get());
+        }
+        return config;
+    }
+
+    private static void cleanupFailedStart(
+        final RunDirectory runDirectory, final ControlFile ctl, final MemoryManager memory, final Registrar registrar)
+    {
+        if (null != registrar)
+        {
+            registrar.close();
+        }
+        if (null != memory)
+        {
+            memory.close();
+        }
+        if (null != ctl)
+        {
+            ctl.close();
+        }
+        runDirectory.removeStaleFiles();
+        runDirectory.unlock();
+    }
+
+    private static void recoverStale(final RunDirectory runDirectory)
+    {
+        if (!Files.exists(runDirectory.controlFile(), java.nio.file.LinkOption.NOFOLLOW_LINKS) &&
+            !Files.exists(runDirectory.socketFile()))
+        {
+            return;
+        }
+        final String found = runDirectory.readSnapshot()
+            .map(s -> "pid " + s.pid() + ", epoch " + Long.toHexString(s.epoch()) + ", heartbeat " +
+                (s.heartbeatAgeMs() < 0 ? "closed" : s.heartbeatAgeMs() + " ms old") +
+                (ProcessHandle.of(s.pid()).map(ProcessHandle::isAlive).orElse(false) ?
+                    " (that pid is alive but does not hold the lock: not an mrd daemon of this directory)" :
+                    " (that process is gone)"))
+            .orElse("an unreadable control file");
+        final List<String> removed = runDirectory.removeStaleFiles();
+        LOG.warn("recovered stale directory {}: previous daemon ({}) died without cleaning up; removed {}",
+            runDirectory.dir(), found, removed);
+    }
+
+    private void beat()
+    {
+        final ControlHeader header = controlFile.header();
+        while (!closing)
+        {
+            header.heartbeatMs(System.currentTimeMillis());
+            try
+            {
+                Thread.sleep(context.heartbeatIntervalMs());
+            }
+            catch (final InterruptedException ex)
+            {
+                return;
+            }
+        }
+    }
+
+    public DaemonContext context()
+    {
+        return context;
+    }
+
+    public ControlFile controlFile()
+    {
+        return controlFile;
+    }
+
+    public DaemonCounters counters()
+    {
+        return counters;
+    }
+
+    public DistinctErrorLog errorLog()
+    {
+        return errorLog;
+    }
+
+    public MemoryManager memory()
+    {
+        return memory;
+    }
+
+    public MrEngine engine()
+    {
+        return engine;
+    }
+
+    public RunDirectory runDirectory()
+    {
+        return runDirectory;
+    }
+
+    /**
+     * Records an unexpected failure in the control file's error log, where {@code mrd dump --errors} shows it.
+     */
+    public void recordError(final Throwable error)
+    {
+        errorLog.record(error);
+    }
+
+    /**
+     * Blocks until {@link #close()} has finished.
+     */
+    public void awaitClosed()
+    {
+        try
+        {
+            closed.await();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    public boolean awaitClosed(final long timeout, final TimeUnit unit) throws InterruptedException
+    {
+        return closed.await(timeout, unit);
+    }
+
+    /**
+     * Graceful shutdown: marks the heartbeat closed (secondaries see it at once), releases every
+     * registration and all memory, removes the files, unlocks the directory.
+     */
+    public synchronized void close()
+    {
+        if (closing)
+        {
+            return;
+        }
+        closing = true;
+        LOG.info("shutting down");
+        try
+        {
+            controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
+            heartbeat.interrupt();
+            try
+            {
+                heartbeat.join(5_000);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            engine.close();
+            engine.registrar().close();
+            counters.set(MrdCounter.BYTES_ALLOCATED, 0);
+            memory.close();
+            controlFile.close();
+            RunDirectory.deleteQuietly(controlFileTarget);
+            runDirectory.removeStaleFiles();
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("shutdown failed part way", ex);
+        }
+        finally
+        {
+            runDirectory.unlock();
+            LOG.info("stopped");
+            closed.countDown();
+        }
+    }
+}

@@ -1,0 +1,497 @@
+package io.mrd.primary.memory;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.MemsegListRecord;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.Sizes;
+import org.agrona.MutableDirectBuffer;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static io.mrd.layout.MemsegListDescriptor.OWNER_FREE;
+
+/**
+ * One memory-segment list, as DPDK's {@code rte_memseg_list}: a range of address space reserved at a fixed
+ * address ({@code PROT_NONE}, {@code MAP_FIXED_NOREPLACE}), cut into {@link #segmentCount()} segments of
+ * {@link #segmentSize()}, and backed by one sparse file whose offset {@code i * segmentSize} backs segment
+ * {@code i}. Secondaries reserve the same range and map the same file ranges at the same addresses, so a
+ * pointer means the same thing in every process.
+ * <p>
+ * The heap arrays here are the truth; every change is mirrored into the list's record in the control file
+ * ({@link MemsegListRecord}) for secondaries and tools. A segment is in one of three states: free,
+ * allocated (owner &gt; 0), or <em>releasing</em>: freed in the bookkeeping but still mapped until
+ * {@link MemoryManager#release} unmaps it. A releasing segment is neither allocated (the MR engine no longer
+ * sees it) nor free (it cannot be handed out again before its pages are gone, or the late unmap would
+ * destroy the new owner's mapping); the control file shows it as free.
+ * <p>
+ * Not thread-safe: {@link MemoryManager} calls the mutators under its memory lock, and the state getters
+ * ({@link #isAllocated}, {@link #owner}, {@link #allocationFirst}) must be called with that lock held. The
+ * geometry getters never change and need no lock.
+ */
+public final class MemsegList
+{
+    /** Internal owner value of a releasing segment; never written to the control file. */
+    private static final int OWNER_RELEASING = -1;
+
+    private final int index;
+    private final long baseVa;
+    private final long segmentSize;
+    private final int segmentShift;
+    private final int segmentCount;
+    private final long length;
+    private final long pageSize;
+    private final boolean hugetlbfs;
+    private final Path backingPath;
+    private final int fd;
+    private final int[] owner;
+    private final int[] allocationFirst;
+    private final MemsegListRecord record = new MemsegListRecord();
+    private int allocatedSegments;
+    private int releasingSegments;
+    private boolean closed;
+
+    /**
+     * Reserves the address range, creates the backing file and writes the list's record.
+     *
+     * @param index        the list's index, also its record's index in the control file.
+     * @param baseVa       first address of the list, a multiple of {@code segmentSize}.
+     * @param segmentSize  bytes per segment, a power of two and a multiple of {@code pageSize}.
+     * @param segmentCount segments in the list.
+     * @param backingPath  the backing file to create (an existing one is taken over unless locked).
+     * @param hugetlbfs    whether {@code backingPath} is on hugetlbfs.
+     * @param pageSize     page size of the backing file system.
+     * @param control      the control file.
+     * @param recordOffset offset of this list's record in {@code control}.
+     * @throws MrdException EEXIST when the range is already mapped, EBUSY when another live daemon holds the
+     *                      backing file, or the failing call's errno.
+     */
+    MemsegList(
+        final int index,
+        final long baseVa,
+        final long segmentSize,
+        final int segmentCount,
+        final Path backingPath,
+        final boolean hugetlbfs,
+        final long pageSize,
+        final MutableDirectBuffer control,
+        final int recordOffset)
+    {
+        this.index = index;
+        this.baseVa = baseVa;
+        this.segmentSize = segmentSize;
+        this.segmentShift = Long.numberOfTrailingZeros(segmentSize);
+        this.segmentCount = segmentCount;
+        this.length = segmentCount * segmentSize;
+        this.pageSize = pageSize;
+        this.hugetlbfs = hugetlbfs;
+        this.backingPath = backingPath.toAbsolutePath();
+        this.owner = new int[segmentCount];
+        this.allocationFirst = new int[segmentCount];
+
+        final String pathText = this.backingPath.toString();
+        if (pathText.getBytes(StandardCharsets.UTF_8).length > MemsegListDescriptor.PATH_MAX_LENGTH)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "backing file path '" + pathText + "' is longer than " +
+                MemsegListDescriptor.PATH_MAX_LENGTH + " bytes: choose a shorter --dir or --huge-dir");
+        }
+
+        Posix.reserve(baseVa, length);
+        try
+        {
+            fd = openBackingFile(this.backingPath, length);
+        }
+        catch (final RuntimeException ex)
+        {
+            Posix.munmapQuietly(baseVa, length);
+            throw ex;
+        }
+
+        record.wrap(control, recordOffset)
+            .baseVa(baseVa)
+            .pageSize(pageSize)
+            .segmentCount(segmentCount)
+            .flags(hugetlbfs ? MemsegListDescriptor.FLAG_HUGETLBFS : 0)
+            .backingPath(pathText)
+            .allocatedSegments(0);
+        for (int i = 0; i < segmentCount; i++)
+        {
+            record.segment(i, OWNER_FREE, 0);
+        }
+    }
+
+    /**
+     * Creates or takes over the backing file and sizes it, sparse.
+     * <p>
+     * The file is locked ({@code flock LOCK_EX}) for the list's lifetime before it is truncated: a file of a
+     * live daemon (a pid reused in another pid namespace sharing the hugetlbfs mount) is then refused instead
+     * of truncated under that daemon's mappings, and a file nobody holds a lock on is known to be stale
+     * (DPDK clears its hugepage directory the same way).
+     */
+    private static int openBackingFile(final Path path, final long length)
+    {
+        final int fd = Posix.open(path.toString(), Posix.O_RDWR | Posix.O_CREAT | Posix.O_CLOEXEC, 0660);
+        boolean locked = false;
+        try
+        {
+            final int errno = Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB);
+            if (errno == Posix.EWOULDBLOCK)
+            {
+                throw new MrdException(ErrorCode.EBUSY, "backing file " + path +
+                    " is in use by another mrd daemon: give each daemon its own --dir or --huge-dir");
+            }
+            if (errno != 0)
+            {
+                throw Posix.failure(errno, "flock(" + path + ")");
+            }
+            locked = true;
+            // Drop whatever a dead daemon left in the file, then size it: sparse, so unallocated segments
+            // cost nothing.
+            Posix.ftruncate(fd, 0);
+            Posix.ftruncate(fd, length);
+            return fd;
+        }
+        catch (final RuntimeException ex)
+        {
+            Posix.close(fd);
+            if (locked)
+            {
+                deleteQuietly(path);
+            }
+            throw ex;
+        }
+    }
+
+    /**
+     * @return the list's index.
+     */
+    public int index()
+    {
+        return index;
+    }
+
+    /**
+     * @return first address of the list's reservation.
+     */
+    public long baseVa()
+    {
+        return baseVa;
+    }
+
+    /**
+     * @return bytes per segment.
+     */
+    public long segmentSize()
+    {
+        return segmentSize;
+    }
+
+    /**
+     * @return segments in the list.
+     */
+    public int segmentCount()
+    {
+        return segmentCount;
+    }
+
+    /**
+     * @return bytes of the list's reservation: {@code segmentCount * segmentSize}.
+     */
+    public long length()
+    {
+        return length;
+    }
+
+    /**
+     * @return first address past the list.
+     */
+    public long endVa()
+    {
+        return baseVa + length;
+    }
+
+    /**
+     * @return page size of the backing file: the huge page size on hugetlbfs, 4096 on tmpfs.
+     */
+    public long pageSize()
+    {
+        return pageSize;
+    }
+
+    /**
+     * @return whether the backing file is on hugetlbfs.
+     */
+    public boolean isHugetlbfs()
+    {
+        return hugetlbfs;
+    }
+
+    /**
+     * @return the absolute path of the backing file, as the control file records it.
+     */
+    public Path backingPath()
+    {
+        return backingPath;
+    }
+
+    /**
+     * @param segment a segment index.
+     * @return the first address of that segment.
+     */
+    public long segmentAddress(final int segment)
+    {
+        return baseVa + ((long)segment << segmentShift);
+    }
+
+    /**
+     * @param address an address inside the list ({@link #contains}).
+     * @return the index of the segment holding it.
+     */
+    public int segmentIndex(final long address)
+    {
+        return (int)((address - baseVa) >>> segmentShift);
+    }
+
+    /**
+     * @param address an address.
+     * @return whether it lies inside the list's reservation.
+     */
+    public boolean contains(final long address)
+    {
+        return address >= baseVa && address - baseVa < length;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @param segment a segment index.
+     * @return whether the segment is allocated (mapped and owned); false for free and releasing segments.
+     */
+    public boolean isAllocated(final int segment)
+    {
+        return owner[segment] > 0;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @param segment a segment index.
+     * @return the owner of the segment, {@link MemsegListDescriptor#OWNER_FREE} when it is not allocated.
+     */
+    public int owner(final int segment)
+    {
+        return Math.max(owner[segment], OWNER_FREE);
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @param segment an allocated segment's index.
+     * @return the index of the first segment of the allocation it belongs to; 0 for a segment not allocated.
+     */
+    public int allocationFirst(final int segment)
+    {
+        return owner[segment] > 0 ? allocationFirst[segment] : 0;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @return segments allocated in this list.
+     */
+    public int allocatedSegments()
+    {
+        return allocatedSegments;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @return segments free for allocation (releasing segments are not).
+     */
+    public int freeSegments()
+    {
+        return segmentCount - allocatedSegments - releasingSegments;
+    }
+
+    boolean isReleasing(final int segment)
+    {
+        return owner[segment] == OWNER_RELEASING;
+    }
+
+    /**
+     * @return the first index of the lowest run of {@code n} free segments, or -1.
+     */
+    int findFreeRun(final int n)
+    {
+        int run = 0;
+        for (int i = 0; i < segmentCount; i++)
+        {
+            if (owner[i] == OWNER_FREE)
+            {
+                if (++run == n)
+                {
+                    return i - n + 1;
+                }
+            }
+            else
+            {
+                run = 0;
+            }
+        }
+        return -1;
+    }
+
+    /**
+     * @return the longest run of free segments.
+     */
+    int largestFreeRun()
+    {
+        int largest = 0;
+        int run = 0;
+        for (int i = 0; i < segmentCount; i++)
+        {
+            run = owner[i] == OWNER_FREE ? run + 1 : 0;
+            largest = Math.max(largest, run);
+        }
+        return largest;
+    }
+
+    /**
+     * Maps the backing file's pages of {@code [first, first + n)} read-write and shared over the reservation.
+     * On failure the range is put back to reserved address space and the errno's exception is thrown.
+     */
+    void map(final int first, final int n)
+    {
+        final long address = segmentAddress(first);
+        final long bytes = (long)n << segmentShift;
+        try
+        {
+            Posix.mapFixed(address, bytes, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd,
+                (long)first << segmentShift);
+        }
+        catch (final MrdException ex)
+        {
+            // A failed MAP_FIXED may already have unmapped the old range; re-reserve it so that no one else's
+            // mmap can land inside the list.
+            try
+            {
+                Posix.unmapToReservation(address, bytes);
+            }
+            catch (final MrdException ignore)
+            {
+                // the original failure is what the caller must see
+            }
+            throw ex;
+        }
+    }
+
+    void markAllocated(final int first, final int n, final int newOwner)
+    {
+        for (int i = first; i < first + n; i++)
+        {
+            owner[i] = newOwner;
+            allocationFirst[i] = first;
+            record.segment(i, newOwner, first);
+        }
+        allocatedSegments += n;
+        record.allocatedSegments(allocatedSegments);
+    }
+
+    /**
+     * Takes {@code [first, first + n)}, all allocated, out of use: releasing until {@link #markFree}.
+     * When the range cuts an allocation in two, the part after it becomes an allocation of its own.
+     */
+    void markReleasing(final int first, final int n)
+    {
+        final int end = first + n;
+        if (end < segmentCount && owner[end] > 0 && allocationFirst[end] < end)
+        {
+            final int oldFirst = allocationFirst[end];
+            for (int i = end; i < segmentCount && owner[i] > 0 && allocationFirst[i] == oldFirst; i++)
+            {
+                allocationFirst[i] = end;
+                record.segment(i, owner[i], end);
+            }
+        }
+        for (int i = first; i < end; i++)
+        {
+            owner[i] = OWNER_RELEASING;
+            allocationFirst[i] = 0;
+            record.segment(i, OWNER_FREE, 0);
+        }
+        allocatedSegments -= n;
+        releasingSegments += n;
+        record.allocatedSegments(allocatedSegments);
+    }
+
+    /**
+     * Unmaps {@code [first, first + n)} back to reserved address space and gives its pages back to the
+     * system. Needs no lock: the segments are releasing, so no one else touches them.
+     *
+     * @throws MrdException when either step fails; the segments then stay releasing (withheld from
+     *                      allocation) rather than be handed out with someone's data in them.
+     */
+    void unmapAndPunch(final int first, final int n)
+    {
+        final long bytes = (long)n << segmentShift;
+        Posix.unmapToReservation(segmentAddress(first), bytes);
+        final int errno = Posix.punchHole(fd, (long)first << segmentShift, bytes);
+        if (errno != 0)
+        {
+            throw Posix.failure(errno, "fallocate(PUNCH_HOLE " + backingPath + ", offset " +
+                Sizes.hex((long)first << segmentShift) + ", " + Sizes.format(bytes) + ")");
+        }
+    }
+
+    void markFree(final int first, final int n)
+    {
+        for (int i = first; i < first + n; i++)
+        {
+            owner[i] = OWNER_FREE;
+        }
+        releasingSegments -= n;
+    }
+
+    /**
+     * Unmaps the whole reservation, deletes the backing file and closes it. Idempotent.
+     */
+    void close()
+    {
+        if (!closed)
+        {
+            closed = true;
+            Posix.munmapQuietly(baseVa, length);
+            deleteQuietly(backingPath);
+            // Unlocks last, so that a daemon cleaning stale files never sees this one unlocked and present.
+            Posix.close(fd);
+        }
+    }
+
+    boolean isClosed()
+    {
+        return closed;
+    }
+
+    private static void deleteQuietly(final Path path)
+    {
+        try
+        {
+            Files.deleteIfExists(path);
+        }
+        catch (final IOException ignore)
+        {
+            // the next daemon on this directory truncates it before use
+        }
+    }
+
+    public String toString()
+    {
+        return "MemsegList{index=" + index + ", base=" + Sizes.hex(baseVa) + ", segments=" + segmentCount + " x " +
+            Sizes.format(segmentSize) + ", " + (hugetlbfs ? "hugetlbfs" : "tmpfs") + " " + backingPath + "}";
+    }
+}

@@ -1,0 +1,47 @@
+package io.mrd.primary.provider;
+
+import io.mrd.layout.MrdException;
+
+/**
+ * The registration provider SPI: what turns a range of memory into keys a NIC
+ * accepts. One instance per daemon, owned by the MR engine.
+ * <p>
+ * Threading: {@link #register} and {@link #deregister} may be called from several
+ * worker threads at once, and may be slow (tens of µs plus ~80–100 ms per GB for
+ * {@code ibv_reg_mr}); the engine never calls them while holding the seqlock or
+ * the memory lock for writing.
+ */
+public interface Registrar extends AutoCloseable
+{
+    /**
+     * @return the provider's name as {@code --provider} takes it and the control file records it.
+     */
+    String name();
+
+    /**
+     * Registers (pins and keys) {@code [address, address + length)}.
+     *
+     * @param access {@link Access} flags.
+     * @return the registration.
+     * @throws MrdException ENOMEM when a pin limit would be exceeded (the message names the limit and its
+     *                      value), EINVAL for a range the provider refuses, or the provider's own error.
+     */
+    Registration register(long address, long length, int access);
+
+    /**
+     * Releases a registration made by {@link #register}. Never called twice for one registration.
+     *
+     * @throws MrdException when the provider fails; the registration is gone from mrd's tables either way.
+     */
+    void deregister(Registration registration);
+
+    /**
+     * @return bytes currently pinned by live registrations.
+     */
+    long pinnedBytes();
+
+    /**
+     * Releases the provider (protection domain, device). Registrations still live are the caller's bug.
+     */
+    void close();
+}

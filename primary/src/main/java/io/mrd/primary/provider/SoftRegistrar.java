@@ -1,0 +1,241 @@
+package io.mrd.primary.provider;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.Sizes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The default provider: pins memory the way {@code ibv_reg_mr} does, without a NIC.
+ * <p>
+ * Pinning is real: {@code mlock} through FFM, so the kernel counts the pages in {@code VmLck} and enforces
+ * RLIMIT_MEMLOCK exactly as it does for a verbs registration (unless the daemon has CAP_IPC_LOCK). Keys are laid
+ * out as mlx5 mkeys,
+ * <pre>
+ *   31                                  8 7            0
+ *  +-------------------------------------+--------------+
+ *  |         index (24 bits)             | variant (8)  |
+ *  +-------------------------------------+--------------+
+ * </pre>
+ * with {@code lkey == rkey} as on mlx5. The index identifies the live registration (never 0, never two live
+ * registrations at once); the variant is the low byte of a registration counter, so a key kept after its
+ * registration went differs from the next key on the same index, as a stale mkey does on the NIC.
+ * <p>
+ * Thread-safe: registrations from several threads run their {@code mlock}s in parallel.
+ */
+public final class SoftRegistrar implements Registrar
+{
+    public static final String NAME = ProviderConfig.SOFT;
+    public static final int INDEX_BITS = 24;
+    public static final int VARIANT_BITS = 8;
+    public static final int INDEX_MASK = (1 << INDEX_BITS) - 1;
+    public static final int VARIANT_MASK = (1 << VARIANT_BITS) - 1;
+
+    private static final Logger LOG = LoggerFactory.getLogger(SoftRegistrar.class);
+
+    private final FaultInjection faults;
+    private final PinnedBytes pinned;
+    private final PageLocks pageLocks = new PageLocks();
+    /** Live registrations by key index. */
+    private final Map<Integer, Registration> live = new ConcurrentHashMap<>();
+    private final AtomicInteger nextIndex = new AtomicInteger(1);
+    private final AtomicInteger nextVariant = new AtomicInteger();
+    private volatile boolean closed;
+
+    /**
+     * The soft provider with no limit of mrd's own and no fault injection.
+     */
+    public SoftRegistrar()
+    {
+        this(ProviderConfig.defaults());
+    }
+
+    /**
+     * @param config {@code maxPinned}, {@code failNth} and {@code latencyNanos} apply; the name is not checked.
+     */
+    public SoftRegistrar(final ProviderConfig config)
+    {
+        faults = new FaultInjection(config.failNth(), config.latencyNanos());
+        pinned = new PinnedBytes(config.maxPinned());
+    }
+
+    public String name()
+    {
+        return NAME;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws MrdException EINVAL for an empty or wrapping range; ENOMEM past --max-pinned or RLIMIT_MEMLOCK (the
+     *                      message names the limit, its value and how to raise it), or for an injected failure;
+     *                      ENOSPC when all 2^24 - 1 key indexes are live.
+     */
+    public Registration register(final long address, final long length, final int access)
+    {
+        checkRange(address, length);
+        if (closed)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "the soft provider is closed: the daemon is stopping");
+        }
+        faults.beforeRegister();
+        pinned.reserve(length);
+        final int errno;
+        try
+        {
+            errno = pageLocks.lock(address, length);
+        }
+        catch (final RuntimeException ex)
+        {
+            pinned.release(length);
+            throw ex;
+        }
+        if (0 != errno)
+        {
+            pinned.release(length);
+            throw lockFailure(errno, address, length, pinned.get());
+        }
+        try
+        {
+            return insert(address, length);
+        }
+        catch (final RuntimeException ex)
+        {
+            pageLocks.unlock(address, length);
+            pinned.release(length);
+            throw ex;
+        }
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws MrdException EINVAL when {@code registration} is not live here (deregistered already, or made by
+     *                      another provider); munlock's errno otherwise (the registration is gone either way).
+     */
+    public void deregister(final Registration registration)
+    {
+        final int index = (registration.lkey() >>> VARIANT_BITS) & INDEX_MASK;
+        if (!live.remove(index, registration))
+        {
+            throw new MrdException(ErrorCode.EINVAL, "registration lkey " + Sizes.hex(registration.lkey() & 0xFFFF_FFFFL) +
+                " of " + Sizes.format(registration.length()) + " at " + Sizes.hex(registration.address()) +
+                " is not live in the soft provider: deregistered twice, or made by another provider");
+        }
+        final int errno = pageLocks.unlock(registration.address(), registration.length());
+        pinned.release(registration.length());
+        // ENOMEM: part of the range is no longer mapped, and unmapping dropped those pages' locks already.
+        if (0 != errno && ErrorCode.ENOMEM.errno() != errno)
+        {
+            throw Posix.failure(errno, "munlock(" + Sizes.format(registration.length()) + " at " +
+                Sizes.hex(registration.address()) + ")");
+        }
+    }
+
+    public long pinnedBytes()
+    {
+        return pinned.get();
+    }
+
+    /**
+     * @return live registrations.
+     */
+    public int liveCount()
+    {
+        return live.size();
+    }
+
+    /**
+     * Unlocks what live registrations still hold (there should be none) and refuses registrations from then on.
+     */
+    public void close()
+    {
+        closed = true;
+        if (!live.isEmpty())
+        {
+            LOG.warn("soft provider closed with {} registrations live; unlocking them", live.size());
+            for (final Registration registration : live.values())
+            {
+                try
+                {
+                    deregister(registration);
+                }
+                catch (final MrdException ex)
+                {
+                    LOG.warn("deregistering at close: {}", ex.oneLine());
+                }
+            }
+        }
+    }
+
+    /**
+     * @return the key index of an mlx5-style key.
+     */
+    public static int index(final int key)
+    {
+        return (key >>> VARIANT_BITS) & INDEX_MASK;
+    }
+
+    /**
+     * @return the variant byte of an mlx5-style key.
+     */
+    public static int variant(final int key)
+    {
+        return key & VARIANT_MASK;
+    }
+
+    public String toString()
+    {
+        return "SoftRegistrar{pinned=" + Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
+    }
+
+    static void checkRange(final long address, final long length)
+    {
+        if (length <= 0 || address < 0 || address + length < address)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "cannot register " + length + " bytes at " + Sizes.hex(address) +
+                ": the range must be non-empty and inside the address space");
+        }
+    }
+
+    /**
+     * Translates mlock's errno into what an operator can act on. The kernel answers ENOMEM past RLIMIT_MEMLOCK
+     * (or over unmapped addresses) and EAGAIN when it could not lock some pages.
+     */
+    static MrdException lockFailure(final int errno, final long address, final long length, final long pinnedBefore)
+    {
+        final String call = "mlock of " + Sizes.format(length) + " at " + Sizes.hex(address) + " failed: " +
+            ErrorCode.describe(errno);
+        if (ErrorCode.ENOMEM.errno() == errno || ErrorCode.EAGAIN.errno() == errno)
+        {
+            return new MrdException(ErrorCode.ENOMEM, call + "; mrd has " + Sizes.format(pinnedBefore) +
+                " pinned and " + PinnedBytes.memlockAdvice() + " (or part of the range is not mapped)");
+        }
+        return Posix.failure(errno, "mlock of " + Sizes.format(length) + " at " + Sizes.hex(address));
+    }
+
+    private Registration insert(final long address, final long length)
+    {
+        for (int tries = 0; tries < INDEX_MASK; tries++)
+        {
+            final int index = nextIndex.getAndIncrement() & INDEX_MASK;
+            if (0 == index)
+            {
+                continue;
+            }
+            final int key = index << VARIANT_BITS | nextVariant.getAndIncrement() & VARIANT_MASK;
+            final Registration registration = new Registration(address, length, key, key, key & 0xFFFF_FFFFL);
+            if (null == live.putIfAbsent(index, registration))
+            {
+                return registration;
+            }
+        }
+        throw new MrdException(ErrorCode.ENOSPC, "all " + INDEX_MASK + " soft keys are live: deregister some");
+    }
+}

@@ -1,0 +1,145 @@
+package io.mrd.primary.memory;
+
+import io.mrd.layout.ControlFileLayout;
+import org.agrona.concurrent.UnsafeBuffer;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+import static io.mrd.layout.sys.Sizes.MIB;
+
+/**
+ * A memory manager over a heap control buffer and a fresh directory on tmpfs (where the daemon's backing
+ * files live), removed again on close whatever the test did.
+ */
+final class MemoryFixture implements AutoCloseable
+{
+    static final long SEGMENT = 2 * MIB;
+
+    /**
+     * Test classes use bases 1 TiB apart, so that no two can collide even if a failed one leaked a reservation.
+     */
+    static long base(final int testClass)
+    {
+        return 0x2000_0000_0000L + testClass * 0x100_0000_0000L;
+    }
+
+    final Path dir;
+    final ControlFileLayout layout;
+    final UnsafeBuffer control;
+    final MemoryManager manager;
+
+    MemoryFixture(final long base, final int lists, final int segmentsPerList)
+    {
+        this(base, lists, segmentsPerList, Optional.empty());
+    }
+
+    MemoryFixture(final long base, final int lists, final int segmentsPerList, final Optional<Path> hugeDir)
+    {
+        dir = tempDir("mem");
+        layout = ControlFileLayout.compute(lists, segmentsPerList, 16, 16, 4);
+        control = new UnsafeBuffer(new byte[(int)layout.fileLength()]);
+        try
+        {
+            manager = new MemoryManager(new MemoryConfig(
+                base, SEGMENT, lists, segmentsPerList, dir.resolve("mem"), hugeDir, control, layout));
+        }
+        catch (final RuntimeException ex)
+        {
+            deleteTree(dir);
+            throw ex;
+        }
+    }
+
+    public void close()
+    {
+        try
+        {
+            manager.close();
+        }
+        finally
+        {
+            deleteTree(dir);
+        }
+    }
+
+    /**
+     * Frees and releases at once, as the daemon does when no MR covers the range.
+     */
+    FreedRange freeAndRelease(final long address, final long length, final int owner)
+    {
+        final FreedRange range = manager.free(address, length, owner);
+        manager.release(range);
+        return range;
+    }
+
+    /**
+     * @return a new directory on tmpfs when the machine has /dev/shm, else in the temp directory.
+     */
+    static Path tempDir(final String name)
+    {
+        try
+        {
+            final Path shm = Path.of("/dev/shm");
+            return Files.isDirectory(shm) && Files.isWritable(shm) ?
+                Files.createTempDirectory(shm, "mrd-test-" + name + "-") :
+                Files.createTempDirectory("mrd-test-" + name + "-");
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    static void deleteTree(final Path root)
+    {
+        if (!Files.exists(root))
+        {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(root))
+        {
+            for (final Path path : paths.sorted(Comparator.reverseOrder()).toList())
+            {
+                Files.deleteIfExists(path);
+            }
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
+     * @return the line of /proc/self/maps whose range holds {@code address}, or null.
+     */
+    static String mapsLine(final long address)
+    {
+        try
+        {
+            final List<String> lines = Files.readAllLines(Path.of("/proc/self/maps"));
+            for (final String line : lines)
+            {
+                final String range = line.substring(0, line.indexOf(' '));
+                final int dash = range.indexOf('-');
+                final long start = Long.parseUnsignedLong(range.substring(0, dash), 16);
+                final long end = Long.parseUnsignedLong(range.substring(dash + 1), 16);
+                if (Long.compareUnsigned(address, start) >= 0 && Long.compareUnsigned(address, end) < 0)
+                {
+                    return line;
+                }
+            }
+            return null;
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+}

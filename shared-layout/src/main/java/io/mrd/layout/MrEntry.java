@@ -1,0 +1,47 @@
+package io.mrd.layout;
+
+import io.mrd.layout.sys.Sizes;
+
+/**
+ * A mutable address→lkey entry, filled by lookups so the hot path allocates nothing.
+ */
+public final class MrEntry
+{
+    public long start;
+    public long end;
+    public int lkey = CacheEntryDescriptor.NO_LKEY;
+    public int mr = -1;
+
+    public MrEntry set(final long start, final long end, final int lkey, final int mr)
+    {
+        this.start = start;
+        this.end = end;
+        this.lkey = lkey;
+        this.mr = mr;
+        return this;
+    }
+
+    public MrEntry set(final MrEntry other)
+    {
+        return set(other.start, other.end, other.lkey, other.mr);
+    }
+
+    public MrEntry clear()
+    {
+        return set(0, 0, CacheEntryDescriptor.NO_LKEY, -1);
+    }
+
+    /**
+     * @return true when {@code [address, address + length)} lies inside this entry.
+     */
+    public boolean containsRange(final long address, final long length)
+    {
+        return address >= start && length >= 0 && address + length <= end && address + length >= address;
+    }
+
+    public String toString()
+    {
+        return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ") lkey " + Sizes.hex(lkey & 0xFFFF_FFFFL) +
+            " mr " + mr;
+    }
+}
