@@ -38,6 +38,8 @@ public final class ControlFileLayout
 {
     /** Counters the daemon can hold. */
     public static final int MAX_COUNTERS = 64;
+    /** Most segments one list may have (a 2 TiB list of 2 MiB segments); keeps every record length an int. */
+    public static final int MAX_SEGMENTS_PER_LIST = 1 << 20;
     /** Bytes of the error log. */
     public static final int ERROR_LOG_LENGTH = 64 * 1024;
 
@@ -128,6 +130,11 @@ public final class ControlFileLayout
                 memsegListCount + ", segments " + segmentsPerList + ", MRs " + mrCapacity + ", cache " +
                 cacheCapacity + ", clients " + clientCapacity + ")");
         }
+        if (segmentsPerList > MAX_SEGMENTS_PER_LIST)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "a memory-segment list of " + segmentsPerList +
+                " segments is more than " + MAX_SEGMENTS_PER_LIST + ": lower --list-size");
+        }
         final int valuesLength = MAX_COUNTERS * CountersReader.COUNTER_LENGTH;
         final int metadataLength = MAX_COUNTERS * CountersReader.METADATA_LENGTH;
         final int listRecordLength = MemsegListDescriptor.recordLength(segmentsPerList);
@@ -151,11 +158,12 @@ public final class ControlFileLayout
         final long errorOffset = offset;
         offset += ERROR_LOG_LENGTH;
 
-        if (offset > Integer.MAX_VALUE)
+        // Leave room for rounding the file up to a 2 MiB huge page: the mapping must stay below 2 GiB.
+        if (offset > Integer.MAX_VALUE - (2 << 20))
         {
             throw new MrdException(ErrorCode.EINVAL, "control file would be " + offset +
-                " bytes, over the 2 GiB limit: lower --cache-capacity (" + cacheCapacity + ") or --max-mrs (" +
-                mrCapacity + ")");
+                " bytes, over the 2 GiB limit: lower --cache-capacity (" + cacheCapacity + "), --max-mrs (" +
+                mrCapacity + ") or the memory per list (" + segmentsPerList + " segments)");
         }
         return new ControlFileLayout(
             (int)metadataOffset, metadataLength, (int)valuesOffset, valuesLength,

@@ -61,7 +61,8 @@ public final class SortedTable
     public static int lookup(final DirectBuffer buffer, final int offset, final int len, final long address)
     {
         final int index = search(buffer, offset, len, address);
-        return address < buffer.getLong(offset + index * ENTRY_LENGTH + END_OFFSET) ? index : NOT_FOUND;
+        // index 0 is the sentinel: only an address below every entry (or a negative one) stops there.
+        return index > 0 && address < buffer.getLong(offset + index * ENTRY_LENGTH + END_OFFSET) ? index : NOT_FOUND;
     }
 
     /**

@@ -35,7 +35,7 @@ final class SortedTableTest
     /** Tables start at a non-zero offset so that an offset bug shows. */
     private static final int TABLE_OFFSET = 2 * ENTRY_LENGTH + 16;
 
-    @Property(tries = 400)
+    @Property(tries = 300)
     void agreesWithTheModel(@ForAll("ranges") final List<long[]> ranges, @ForAll final long seed)
     {
         final int capacity = ranges.size() + 1;

@@ -120,7 +120,7 @@ public final class IbverbsRegistrar implements Registrar
     private final PinnedBytes pinned;
     /** Live registrations by {@code struct ibv_mr *}: refuses a second deregistration instead of a double free. */
     private final Map<Long, Registration> live = new ConcurrentHashMap<>();
-    private boolean closed;
+    private volatile boolean closed;
 
     /**
      * Loads libibverbs, opens the device and allocates the protection domain every registration will use.
@@ -213,6 +213,10 @@ public final class IbverbsRegistrar implements Registrar
     public Registration register(final long address, final long length, final int access)
     {
         SoftRegistrar.checkRange(address, length);
+        if (closed)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "the ibverbs provider is closed: the daemon is stopping");
+        }
         faults.beforeRegister();
         pinned.reserve(length);
         final MemorySegment mr;
@@ -345,7 +349,15 @@ public final class IbverbsRegistrar implements Registrar
             LOG.warn("ibv_dealloc_pd on {} failed", deviceName, t);
         }
         closeQuietly(closeDevice, context);
-        libraryArena.close();
+        try
+        {
+            libraryArena.close();
+        }
+        catch (final IllegalStateException ex)
+        {
+            // A call still running on another thread keeps the library mapped; it goes with the process.
+            LOG.warn("libibverbs stays loaded: {}", ex.getMessage());
+        }
     }
 
     public String toString()
@@ -403,9 +415,10 @@ public final class IbverbsRegistrar implements Registrar
             if (MemorySegment.NULL.equals(list))
             {
                 final int errno = errno();
+                // ENOSYS: the kernel has no RDMA support loaded (no /sys/class/infiniband_verbs).
                 throw new MrdException(ErrorCode.ENODEV, "no RDMA device found (ibv_get_device_list failed: " +
-                    ErrorCode.describe(errno) + "): load the NIC's RDMA driver (e.g. mlx5_ib), or use " +
-                    "--provider soft");
+                    ErrorCode.describe(errno) + "): load the NIC's RDMA driver and ib_uverbs (e.g. modprobe " +
+                    "mlx5_ib ib_uverbs), or use --provider soft");
             }
             count = countOut.get(JAVA_INT, 0);
         }

@@ -74,4 +74,12 @@ final class PinnedBytes
         return "RLIMIT_MEMLOCK is " + Sizes.format(limit) + ": raise it (ulimit -l, LimitMEMLOCK= in the systemd " +
             "unit, memlock in /etc/security/limits.conf) or give the daemon CAP_IPC_LOCK";
     }
+
+    /**
+     * @return an RLIMIT_MEMLOCK value as a size, or {@code unlimited}.
+     */
+    static String formatLimit(final long limit)
+    {
+        return Posix.RLIM_INFINITY == limit ? "unlimited" : Sizes.format(limit);
+    }
 }

@@ -205,8 +205,8 @@ public final class SoftRegistrar implements Registrar
     }
 
     /**
-     * Translates mlock's errno into what an operator can act on. The kernel answers ENOMEM past RLIMIT_MEMLOCK
-     * (or over unmapped addresses) and EAGAIN when it could not lock some pages.
+     * Translates mlock's errno into what an operator can act on. The kernel answers ENOMEM past RLIMIT_MEMLOCK or
+     * over unmapped addresses, and EAGAIN when it could not lock some pages.
      */
     static MrdException lockFailure(final int errno, final long address, final long length, final long pinnedBefore)
     {
@@ -214,8 +214,15 @@ public final class SoftRegistrar implements Registrar
             ErrorCode.describe(errno);
         if (ErrorCode.ENOMEM.errno() == errno || ErrorCode.EAGAIN.errno() == errno)
         {
-            return new MrdException(ErrorCode.ENOMEM, call + "; mrd has " + Sizes.format(pinnedBefore) +
-                " pinned and " + PinnedBytes.memlockAdvice() + " (or part of the range is not mapped)");
+            final long limit = Posix.memlockLimit();
+            if (Posix.RLIM_INFINITY != limit && pinnedBefore + length > limit)
+            {
+                return new MrdException(ErrorCode.ENOMEM, call + "; mrd has " + Sizes.format(pinnedBefore) +
+                    " pinned and " + PinnedBytes.memlockAdvice());
+            }
+            return new MrdException(ErrorCode.ENOMEM, call + ": part of the range is not mapped, or the system is " +
+                "short of memory (mrd has " + Sizes.format(pinnedBefore) + " pinned; RLIMIT_MEMLOCK is " +
+                PinnedBytes.formatLimit(limit) + ")");
         }
         return Posix.failure(errno, "mlock of " + Sizes.format(length) + " at " + Sizes.hex(address));
     }

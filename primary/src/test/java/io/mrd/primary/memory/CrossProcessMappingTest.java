@@ -93,6 +93,7 @@ class CrossProcessMappingTest
     private static String fileIdentity(final String mapsLine)
     {
         final String[] fields = mapsLine.trim().split("\\s+");
-        return fields[0].substring(0, fields[0].indexOf('-')) + " " + fields[2] + " " + fields[3] + " " + fields[4] + " " + fields[5];
+        return fields[0].substring(0, fields[0].indexOf('-')) + " " + fields[2] + " " + fields[3] + " " +
+            fields[4] + " " + fields[5];
     }
 }

@@ -52,7 +52,7 @@ class MemoryManagerPropertyTest
         return op.list().ofMinSize(1).ofMaxSize(60);
     }
 
-    @Property(tries = 60)
+    @Property(tries = 200)
     void managerAgreesWithAFirstFitModel(@ForAll("ops") final List<Op> ops)
     {
         final int[][] model = new int[LISTS][SEGMENTS];
@@ -207,7 +207,8 @@ class MemoryManagerPropertyTest
             {
                 for (int s = 0; s < SEGMENTS; s++)
                 {
-                    assertEquals(model[l][s], m.list(l).owner(s), "owner of list " + l + " segment " + s + " after " + after);
+                    assertEquals(model[l][s], m.list(l).owner(s),
+                        "owner of list " + l + " segment " + s + " after " + after);
                     allocated += model[l][s] != 0 ? SEGMENT : 0;
                 }
             }

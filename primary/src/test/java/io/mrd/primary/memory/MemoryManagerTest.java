@@ -215,7 +215,8 @@ class MemoryManagerTest
             assertFreeFails(m, unallocated, SEGMENT, 1, ErrorCode.EINVAL, "not allocated");
             assertFreeFails(m, a.address(), 3 * SEGMENT, 1, ErrorCode.EINVAL, "not allocated");
 
-            final MrdException other = assertFreeFails(m, a.address(), SEGMENT, 2, ErrorCode.EPERM, "owned by client 1");
+            final MrdException other =
+                assertFreeFails(m, a.address(), SEGMENT, 2, ErrorCode.EPERM, "owned by client 1");
             assertTrue(other.getMessage().contains("client 2"), other.getMessage());
 
             assertFreeFails(m, BASE - SEGMENT, SEGMENT, 1, ErrorCode.ENXIO, "outside managed memory");
@@ -275,7 +276,8 @@ class MemoryManagerTest
             {
                 if (reused.getAtIndex(ValueLayout.JAVA_LONG, i) != 0)
                 {
-                    throw new AssertionError("word " + i + " of the reused segments is not zero: the hole was not punched");
+                    throw new AssertionError("word " + i + " of the reused segments is not zero: " +
+                        "the hole was not punched");
                 }
             }
         }
@@ -399,6 +401,76 @@ class MemoryManagerTest
             {
                 m.memoryLock().readLock().unlock();
             }
+        }
+    }
+
+    @Test
+    void concurrentAllocationsNeverShareSegmentsAndAlwaysStartZeroed() throws Exception
+    {
+        try (MemoryFixture f = new MemoryFixture(BASE, 2, 8))
+        {
+            final MemoryManager m = f.manager;
+            final int threads = 4;
+            final List<Thread> workers = new ArrayList<>();
+            final List<Throwable> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+            for (int t = 1; t <= threads; t++)
+            {
+                final int owner = t;
+                workers.add(Thread.ofPlatform().name("alloc-" + t).start(() ->
+                {
+                    try
+                    {
+                        for (int i = 0; i < 300; i++)
+                        {
+                            final Allocation a;
+                            try
+                            {
+                                a = m.allocate((1 + (i + owner) % 3) * SEGMENT, owner);
+                            }
+                            catch (final MrdException ex)
+                            {
+                                assertEquals(ErrorCode.ENOMEM, ex.code(), ex.getMessage());
+                                continue;
+                            }
+                            final MemorySegment memory = MemorySegment.ofAddress(a.address()).reinterpret(a.length());
+                            for (long at = 0; at < a.length(); at += SEGMENT)
+                            {
+                                assertEquals(0, memory.get(ValueLayout.JAVA_LONG, at), "fresh segment not zero");
+                                memory.set(ValueLayout.JAVA_LONG, at, owner * 1_000_000L + i);
+                            }
+                            m.memoryLock().readLock().lock();
+                            try
+                            {
+                                final Chunk chunk = m.contiguousChunk(a.address());
+                                assertTrue(chunk.start() <= a.address() && chunk.end() >= a.end(), chunk::toString);
+                            }
+                            finally
+                            {
+                                m.memoryLock().readLock().unlock();
+                            }
+                            for (long at = 0; at < a.length(); at += SEGMENT)
+                            {
+                                assertEquals(owner * 1_000_000L + i, memory.get(ValueLayout.JAVA_LONG, at),
+                                    "another allocation shares the segment at " + Sizes.hex(a.address() + at));
+                            }
+                            m.release(m.free(a.address(), a.length(), owner));
+                        }
+                    }
+                    catch (final Throwable ex)
+                    {
+                        failures.add(ex);
+                    }
+                }));
+            }
+            for (final Thread worker : workers)
+            {
+                worker.join();
+            }
+            if (!failures.isEmpty())
+            {
+                throw new AssertionError(failures.size() + " workers failed", failures.get(0));
+            }
+            assertEquals(0, m.bytesAllocated());
         }
     }
 

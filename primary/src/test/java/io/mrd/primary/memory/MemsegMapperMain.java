@@ -57,7 +57,8 @@ public final class MemsegMapperMain
                         Posix.MAP_SHARED, fd, s * segmentSize);
                     for (int i = s; i < end; i++)
                     {
-                        final MemorySegment segment = MemorySegment.ofAddress(base + i * segmentSize).reinterpret(segmentSize);
+                        final MemorySegment segment =
+                            MemorySegment.ofAddress(base + i * segmentSize).reinterpret(segmentSize);
                         System.out.println("SEEN " + Sizes.hex(segment.address()) + " " +
                             Long.toHexString(segment.get(ValueLayout.JAVA_LONG, 0)) + " " +
                             Long.toHexString(segment.get(ValueLayout.JAVA_LONG, 8)));

@@ -326,6 +326,12 @@ final class IbverbsRegistrarTest
         assertEquals(ErrorCode.ENOENT, ex.code());
         assertEquals("ENOENT: " + missing + " not found: install rdma-core/libibverbs1 or use --provider soft",
             ex.oneLine());
+
+        // A bare soname goes through the loader's search path, as the default libibverbs.so.1 does.
+        final MrdException bySoname = assertThrows(MrdException.class,
+            () -> Registrars.create(ProviderConfig.ibverbs().withLibraryPath(Path.of("libibverbs-mrd-absent.so.1"))));
+        assertEquals("ENOENT: libibverbs-mrd-absent.so.1 not found: install rdma-core/libibverbs1 or use " +
+            "--provider soft", bySoname.oneLine());
     }
 
     @Test
@@ -349,6 +355,8 @@ final class IbverbsRegistrarTest
         assertEquals(1, (int)liveContexts.invokeExact());
         ibverbs.close();
         ibverbs.close();
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
+            () -> ibverbs.register(buffer.address(), MIB, Access.DEFAULT)).code());
         // restoreTheStandIn checks MRs, PD, device and device list are all released.
     }
 

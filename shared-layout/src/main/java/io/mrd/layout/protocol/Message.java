@@ -1,0 +1,133 @@
+package io.mrd.layout.protocol;
+
+import io.mrd.layout.ErrorCode;
+
+/**
+ * The body of a frame, one record per request and reply (DESIGN §7). Requests are rare (the slow path), so
+ * records keep the codec simple; the datapath never builds one.
+ */
+public sealed interface Message
+{
+    MessageType type();
+
+    /** A request body. */
+    sealed interface Request extends Message
+    {
+    }
+
+    /** {@code HELLO(version, name)}: the first request on a connection. */
+    record Hello(int version, String name) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.HELLO;
+        }
+    }
+
+    /** {@code CREATE_MR(addr, len)}: register the memory around addr (len only checks the buffer's extent). */
+    record CreateMr(long address, long length) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.CREATE_MR;
+        }
+    }
+
+    /** {@code ALLOC(len, flags)}. */
+    record Alloc(long length, int flags) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.ALLOC;
+        }
+    }
+
+    /** {@code FREE(addr, len)}. */
+    record Free(long address, long length) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.FREE;
+        }
+    }
+
+    /** {@code REG_EXTERNAL(len)}; the fd follows once the primary answers {@link MessageType#SEND_FD}. */
+    record RegExternal(long length) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.REG_EXTERNAL;
+        }
+    }
+
+    /** {@code DEREG_EXTERNAL(addr)}. */
+    record DeregExternal(long address) implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.DEREG_EXTERNAL;
+        }
+    }
+
+    /** {@code STOP}: graceful shutdown (peers of the daemon's uid only). */
+    record Stop() implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.STOP;
+        }
+    }
+
+    /** A reply: the status, the message a person can act on, and the fields of a successful reply. */
+    sealed interface Reply extends Message
+    {
+        ErrorCode status();
+
+        String message();
+    }
+
+    /** Reply to HELLO. */
+    record Welcome(ErrorCode status, String message, int clientId, long epoch, int layoutVersion, String controlFile)
+        implements Reply
+    {
+        public MessageType type()
+        {
+            return MessageType.HELLO;
+        }
+    }
+
+    /** Reply to CREATE_MR: the chunk containing the address and its lkey. */
+    record MrCreated(ErrorCode status, String message, long start, long end, int lkey) implements Reply
+    {
+        public MessageType type()
+        {
+            return MessageType.CREATE_MR;
+        }
+    }
+
+    /** Reply to ALLOC: where the memory is. */
+    record Allocated(ErrorCode status, String message, long address, long length) implements Reply
+    {
+        public MessageType type()
+        {
+            return MessageType.ALLOC;
+        }
+    }
+
+    /** Reply to REG_EXTERNAL: the address the memory is mapped at on both sides and its lkey. */
+    record ExternalRegistered(ErrorCode status, String message, long address, long length, int lkey) implements Reply
+    {
+        public MessageType type()
+        {
+            return MessageType.REG_EXTERNAL;
+        }
+    }
+
+    /**
+     * A reply with nothing but a status: to FREE, DEREG_EXTERNAL, STOP, SEND_FD, and {@link MessageType#ERROR}
+     * or any failed request.
+     */
+    record Status(MessageType type, ErrorCode status, String message) implements Reply
+    {
+    }
+}

@@ -1,0 +1,65 @@
+package io.mrd.layout.protocol;
+
+/**
+ * Message types. A reply's type is its request's type with {@link #REPLY_BIT} set; {@link #ERROR} answers a
+ * frame whose type could not be read.
+ */
+public enum MessageType
+{
+    HELLO(1),
+    CREATE_MR(2),
+    ALLOC(3),
+    FREE(4),
+    REG_EXTERNAL(5),
+    DEREG_EXTERNAL(6),
+    STOP(7),
+    /** The primary asks for the fd of a REG_EXTERNAL: the next thing the client sends is the fd. */
+    SEND_FD(8),
+    ERROR(0x7FFF);
+
+    /** Set in the type of every reply. */
+    public static final int REPLY_BIT = 0x8000;
+
+    private static final MessageType[] BY_CODE = new MessageType[9];
+
+    static
+    {
+        for (final MessageType type : values())
+        {
+            if (type.code < BY_CODE.length)
+            {
+                BY_CODE[type.code] = type;
+            }
+        }
+    }
+
+    private final int code;
+
+    MessageType(final int code)
+    {
+        this.code = code;
+    }
+
+    public int code()
+    {
+        return code;
+    }
+
+    public int replyCode()
+    {
+        return code | REPLY_BIT;
+    }
+
+    /**
+     * @param code a type field with the reply bit cleared.
+     * @return the type, or null when unknown.
+     */
+    public static MessageType of(final int code)
+    {
+        if (code == ERROR.code)
+        {
+            return ERROR;
+        }
+        return code > 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+    }
+}
