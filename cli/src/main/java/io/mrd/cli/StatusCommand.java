@@ -64,8 +64,8 @@ public final class StatusCommand implements Callable<Integer>
         out.printf("  uptime       %s%n", formatDuration(System.currentTimeMillis() - s.startTimeMs()));
         out.printf("  heartbeat    %d ms ago%n", s.heartbeatAgeMs());
         out.printf("  provider     %s%n", s.provider());
-        out.printf("  memory       %s in use of %s (%s)%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()),
-            s.hugepageBacked() ? "hugetlbfs" : "tmpfs");
+        out.printf("  memory       %s in use of %s%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()));
+        out.printf("  control file %s (%s)%n", runDirectory.controlFile(), s.hugepageBacked() ? "hugetlbfs" : "tmpfs");
         return 0;
     }
 

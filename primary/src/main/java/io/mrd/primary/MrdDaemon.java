@@ -93,14 +93,26 @@ public final class MrdDaemon implements AutoCloseable
 
             final ControlFileLayout layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
                 context.maxMrs(), context.cacheCapacity(), context.maxClients());
+            // The control file goes on hugetlbfs when its pages are free (searches of a large global cache then
+            // miss the TLB less); the lists only when every segment of --max-memory can be backed too: a list
+            // on hugetlbfs that runs out of pages fails allocations, where tmpfs would have served them.
             final long hugePage = 2 * Sizes.MIB;
             final long controlPages = Sizes.alignUp(layout.fileLength(), hugePage) / hugePage;
+            final long listPages = context.maxMemory() / hugePage;
             final Optional<Path> huge = context.hugeDisabled() ? Optional.empty() :
-                HugePages.findMountWithFreePages(context.hugeDir(), controlPages + 8);
+                HugePages.findMountWithFreePages(context.hugeDir(), controlPages);
+            final Optional<Path> hugeLists = huge.isEmpty() ? Optional.empty() :
+                HugePages.findMountWithFreePages(huge, controlPages + listPages);
             if (huge.isEmpty() && context.hugeDir().isPresent())
             {
-                LOG.warn("hugetlbfs at {} has fewer than {} free 2MiB pages: using tmpfs (add pages with " +
-                    "scripts/setup-hugepages)", context.hugeDir().get(), controlPages + 8);
+                LOG.warn("hugetlbfs at {} has fewer than {} free 2MiB pages for the control file: using tmpfs " +
+                    "(add pages with scripts/setup-hugepages)", context.hugeDir().get(), controlPages);
+            }
+            else if (huge.isPresent() && hugeLists.isEmpty())
+            {
+                LOG.info("hugetlbfs at {} has fewer than {} free 2MiB pages for --max-memory {}: memory lists " +
+                    "use tmpfs, the control file hugetlbfs", huge.get(), controlPages + listPages,
+                    Sizes.format(context.maxMemory()));
             }
 
             final Path ctlLink = runDirectory.controlFile();
@@ -117,8 +129,8 @@ public final class MrdDaemon implements AutoCloseable
                 ctlTarget = ctlLink;
                 ctl = ControlFile.create(ctlLink, layout, 4096);
             }
-            LOG.info("control file {} ({} on {})", ctlLink, Sizes.format(layout.fileLength()),
-                huge.map(p -> "hugetlbfs " + p).orElse("tmpfs"));
+            LOG.info("control file {} ({} on {}), memory lists on {}", ctlLink, Sizes.describe(layout.fileLength()),
+                huge.map(p -> "hugetlbfs " + p).orElse("tmpfs"), hugeLists.map(p -> "hugetlbfs " + p).orElse("tmpfs"));
 
             final long now = System.currentTimeMillis();
             final ControlHeader header = ctl.header();
@@ -137,7 +149,7 @@ public final class MrdDaemon implements AutoCloseable
             final DaemonCounters counters = new DaemonCounters(ctl);
             final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
             memory = new MemoryManager(new MemoryConfig(context.baseVirtaddr(), DaemonContext.SEGMENT_SIZE,
-                context.listCount(), context.segmentsPerList(), runDirectory.memDir(), huge, ctl.buffer(), layout));
+                context.listCount(), context.segmentsPerList(), runDirectory.memDir(), hugeLists, ctl.buffer(), layout));
             header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB)).externalLength(context.maxExternal());
 
             // The provider comes last: it is what most often refuses to start (no device, no library), and

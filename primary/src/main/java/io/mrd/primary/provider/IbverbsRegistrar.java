@@ -141,9 +141,12 @@ public final class IbverbsRegistrar implements Registrar
         try
         {
             final SymbolLookup lookup = load(library, libraryArena);
-            final MethodHandle getDeviceList = bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
-            final MethodHandle freeDeviceList = bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
-            final MethodHandle getDeviceName = bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
+            final MethodHandle getDeviceList =
+                bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
+            final MethodHandle freeDeviceList =
+                bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
+            final MethodHandle getDeviceName =
+                bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
             final MethodHandle openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
             close = bind(lookup, "ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
             final MethodHandle allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));

@@ -124,8 +124,8 @@ public final class SoftRegistrar implements Registrar
         final int index = (registration.lkey() >>> VARIANT_BITS) & INDEX_MASK;
         if (!live.remove(index, registration))
         {
-            throw new MrdException(ErrorCode.EINVAL, "registration lkey " + Sizes.hex(registration.lkey() & 0xFFFF_FFFFL) +
-                " of " + Sizes.format(registration.length()) + " at " + Sizes.hex(registration.address()) +
+            throw new MrdException(ErrorCode.EINVAL, "registration lkey " +
+                Sizes.hex(registration.lkey() & 0xFFFF_FFFFL) + " of " + Sizes.format(registration.length()) + " at " + Sizes.hex(registration.address()) +
                 " is not live in the soft provider: deregistered twice, or made by another provider");
         }
         final int errno = pageLocks.unlock(registration.address(), registration.length());

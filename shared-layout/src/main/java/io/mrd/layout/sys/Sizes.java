@@ -96,6 +96,24 @@ public final class Sizes
     }
 
     /**
+     * @param bytes a size in bytes.
+     * @return the size as people read it, with one decimal where needed: {@code 24.6MiB}, {@code 512KiB}.
+     */
+    public static String describe(final long bytes)
+    {
+        final String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
+        double value = bytes;
+        int unit = 0;
+        while (Math.abs(value) >= 1024 && unit < units.length - 1)
+        {
+            value /= 1024;
+            unit++;
+        }
+        return value == Math.rint(value) ? (long)value + units[unit] :
+            String.format(java.util.Locale.ROOT, "%.1f%s", value, units[unit]);
+    }
+
+    /**
      * @param value an address or length.
      * @return it as {@code 0x…} hex, the form every mrd tool prints addresses in.
      */

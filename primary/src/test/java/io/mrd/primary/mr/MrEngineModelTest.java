@@ -1,0 +1,545 @@
+package io.mrd.primary.mr;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.memory.Allocation;
+import io.mrd.primary.memory.FreedRange;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.ShrinkingMode;
+import net.jqwik.api.Tuple;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import static io.mrd.layout.sys.Sizes.hex;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Random sequences of allocations, creates, frees (whole and partial), external registrations and
+ * deregistrations and client reclaims, run against the engine and against a model made of plain collections
+ * (an owner per segment, the MRs as sets of live segments). After every step the engine's MR table, global
+ * cache, devGen, pinned bytes and counters must agree with the model and with the invariants of
+ * {@link EngineFixture#checkInvariants()}, read both directly and through the secondaries' reader.
+ */
+class MrEngineModelTest
+{
+    private static final long BASE = EngineFixture.base(0);
+    private static final int LISTS = 2;
+    private static final int SEGMENTS = 16;
+    private static final long SEG = EngineFixture.SEGMENT;
+    private static final int MAX_EXTERNALS = 3;
+
+    enum Kind
+    {
+        ALLOC, CREATE, CREATE_OUTSIDE, FREE, FREE_PART, REG_EXTERNAL, DEREG_EXTERNAL, RECLAIM
+    }
+
+    record Op(Kind kind, int a, int b, int c)
+    {
+    }
+
+    @Provide
+    Arbitrary<List<Op>> ops()
+    {
+        final Arbitrary<Op> op = Combinators.combine(
+            Arbitraries.frequency(
+                Tuple.of(8, Kind.ALLOC),
+                Tuple.of(12, Kind.CREATE),
+                Tuple.of(1, Kind.CREATE_OUTSIDE),
+                Tuple.of(3, Kind.FREE),
+                Tuple.of(3, Kind.FREE_PART),
+                Tuple.of(2, Kind.REG_EXTERNAL),
+                Tuple.of(2, Kind.DEREG_EXTERNAL),
+                Tuple.of(1, Kind.RECLAIM)),
+            Arbitraries.integers().between(0, 1 << 20),
+            Arbitraries.integers().between(0, 1 << 20),
+            Arbitraries.integers().between(0, 1 << 20)).as(Op::new);
+        return op.list().ofMinSize(20).ofMaxSize(60);
+    }
+
+    @Property(tries = 45, shrinking = ShrinkingMode.BOUNDED)
+    void engineAgreesWithTheModelRegisteringWholeChunks(@ForAll("ops") final List<Op> ops)
+    {
+        run(ops, true);
+    }
+
+    @Property(tries = 45, shrinking = ShrinkingMode.BOUNDED)
+    void engineAgreesWithTheModelRegisteringSingleSegments(@ForAll("ops") final List<Op> ops)
+    {
+        run(ops, false);
+    }
+
+    private static void run(final List<Op> ops, final boolean extend)
+    {
+        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).geometry(LISTS, SEGMENTS, SEG)
+            .extend(extend)))
+        {
+            final Model model = new Model(f);
+            f.checkInvariants();
+            int step = 0;
+            for (final Op op : ops)
+            {
+                final long devGenBefore = f.devGen();
+                final String what = "step " + step + " " + op + " (--mr-ext-memseg " + extend + ")";
+                final boolean invalidating = switch (op.kind())
+                {
+                    case ALLOC -> model.allocate(op);
+                    case CREATE -> model.create(op);
+                    case CREATE_OUTSIDE -> model.createOutside(op);
+                    case FREE -> model.free(op, false);
+                    case FREE_PART -> model.free(op, true);
+                    case REG_EXTERNAL -> model.registerExternal(op);
+                    case DEREG_EXTERNAL -> model.deregisterExternal(op);
+                    case RECLAIM -> model.reclaim(op);
+                };
+                final long devGen = f.devGen();
+                assertTrue(devGen >= devGenBefore, what + ": devGen went back from " + devGenBefore + " to " + devGen);
+                if (invalidating)
+                {
+                    assertTrue(devGen > devGenBefore, what + ": an invalidating event left devGen at " + devGen);
+                }
+                f.checkInvariants();
+                model.compare(what);
+                step++;
+            }
+        }
+    }
+
+    /**
+     * The reference model: who owns each segment, which MR (by lkey) each segment is live in, the MRs' ranges,
+     * the allocations still held, the externals and the addresses creates were asked for.
+     */
+    private static final class Model
+    {
+        record ModelMr(int lkey, long start, long end, boolean external, Set<Long> live)
+        {
+        }
+
+        record Alloc(int list, int first, int n, int owner)
+        {
+        }
+
+        record External(MemorySegment memory, int lkey, int owner)
+        {
+        }
+
+        private final EngineFixture f;
+        private final int[][] owner = new int[LISTS][SEGMENTS];
+        /** lkey of the MR each segment is live in, or null. */
+        private final Integer[][] mrOf = new Integer[LISTS][SEGMENTS];
+        private final Map<Integer, ModelMr> mrs = new LinkedHashMap<>();
+        private final List<Alloc> allocations = new ArrayList<>();
+        private final List<External> externals = new ArrayList<>();
+        /** Address a create was asked for → the lkey it returned, while its segment stays allocated. */
+        private final Map<Long, Integer> created = new HashMap<>();
+        /** Segment addresses freed since they were last allocated. */
+        private final Set<Long> freed = new HashSet<>();
+
+        Model(final EngineFixture f)
+        {
+            this.f = f;
+        }
+
+        private long address(final int list, final int segment)
+        {
+            return f.segmentAddress(list, segment);
+        }
+
+        boolean allocate(final Op op)
+        {
+            final int n = 1 + op.a() % 6;
+            final int who = 1 + op.b() % 3;
+            int list = -1;
+            int first = -1;
+            for (int l = 0; l < LISTS && list < 0; l++)
+            {
+                for (int s = 0; s + n <= SEGMENTS; s++)
+                {
+                    boolean free = true;
+                    for (int i = s; i < s + n && free; i++)
+                    {
+                        free = owner[l][i] == 0;
+                    }
+                    if (free)
+                    {
+                        list = l;
+                        first = s;
+                        break;
+                    }
+                }
+            }
+            final long allocsBefore = f.counter(MrdCounter.ALLOCS);
+            if (list < 0)
+            {
+                final MrdException ex = assertThrows(MrdException.class, () -> f.engine.allocate(n * SEG, who));
+                assertEquals(ErrorCode.ENOMEM, ex.code(), ex.oneLine());
+                return false;
+            }
+            final Allocation a = f.engine.allocate(n * SEG, who);
+            assertEquals(address(list, first), a.address(), "first fit");
+            assertEquals(n, a.segmentCount());
+            assertEquals(allocsBefore + 1, f.counter(MrdCounter.ALLOCS));
+            for (int i = first; i < first + n; i++)
+            {
+                owner[list][i] = who;
+                freed.remove(address(list, i));
+            }
+            allocations.add(new Alloc(list, first, n, who));
+            return false;
+        }
+
+        boolean create(final Op op)
+        {
+            final List<int[]> allocated = new ArrayList<>();
+            for (int l = 0; l < LISTS; l++)
+            {
+                for (int s = 0; s < SEGMENTS; s++)
+                {
+                    if (owner[l][s] != 0)
+                    {
+                        allocated.add(new int[]{l, s});
+                    }
+                }
+            }
+            if (allocated.isEmpty())
+            {
+                return createOutside(op);
+            }
+            final int[] pick = allocated.get(op.a() % allocated.size());
+            final int list = pick[0];
+            final int segment = pick[1];
+            final long address = address(list, segment) + (op.b() % SEG);
+            final long requests = f.counter(MrdCounter.CREATE_REQUESTS);
+
+            if (mrOf[list][segment] != null)
+            {
+                // Registered already: the existing entry comes back and nothing changes.
+                final int lkey = mrOf[list][segment];
+                final byte[] before = f.tables();
+                final int registrations = f.registrar.registrations.get();
+                final MrEntry entry = f.engine.createMr(address, owner[list][segment]);
+                assertEquals(lkey, entry.lkey, "lkey of an address registered already " + hex(address));
+                assertTrue(entry.containsRange(address, 1), entry + " for " + hex(address));
+                f.assertTablesUnchanged(before, "a create for a registered address");
+                assertEquals(registrations, f.registrar.registrations.get(), "registered twice");
+                created.put(address, lkey);
+                assertEquals(requests + 1, f.counter(MrdCounter.CREATE_REQUESTS));
+                return false;
+            }
+
+            // The range the engine must register: the chunk (or the segment) minus what is registered already,
+            // trimmed to the first and last uncovered segment.
+            int chunkFirst = segment;
+            int chunkLast = segment;
+            if (f.options.extendToContiguousChunk())
+            {
+                while (chunkFirst > 0 && owner[list][chunkFirst - 1] != 0)
+                {
+                    chunkFirst--;
+                }
+                while (chunkLast + 1 < SEGMENTS && owner[list][chunkLast + 1] != 0)
+                {
+                    chunkLast++;
+                }
+            }
+            final TreeSet<Integer> uncovered = new TreeSet<>();
+            for (int s = chunkFirst; s <= chunkLast; s++)
+            {
+                if (mrOf[list][s] == null)
+                {
+                    uncovered.add(s);
+                }
+            }
+            int entryFirst = segment;
+            while (entryFirst > chunkFirst && uncovered.contains(entryFirst - 1))
+            {
+                entryFirst--;
+            }
+            int entryLast = segment;
+            while (entryLast < chunkLast && uncovered.contains(entryLast + 1))
+            {
+                entryLast++;
+            }
+
+            final long pinnedBefore = f.registrar.pinnedBytes();
+            final MrEntry entry = f.engine.createMr(address, owner[list][segment]);
+            assertTrue(entry.containsRange(address, 1), entry + " does not contain " + hex(address));
+            assertEquals(address(list, entryFirst), entry.start, "entry start for " + hex(address) + ": " + entry);
+            assertEquals(address(list, entryLast) + SEG, entry.end, "entry end for " + hex(address) + ": " + entry);
+            assertFalse(mrs.containsKey(entry.lkey), "lkey " + hex(entry.lkey) + " is already live");
+            final long start = address(list, uncovered.first());
+            final long end = address(list, uncovered.last()) + SEG;
+            final Set<Long> live = new HashSet<>();
+            for (final int s : uncovered)
+            {
+                live.add(address(list, s));
+                mrOf[list][s] = entry.lkey;
+            }
+            mrs.put(entry.lkey, new ModelMr(entry.lkey, start, end, false, live));
+            created.put(address, entry.lkey);
+            assertEquals(pinnedBefore + (end - start), f.registrar.pinnedBytes(), "pinned after create");
+            assertEquals(requests + 1, f.counter(MrdCounter.CREATE_REQUESTS));
+            return false;
+        }
+
+        boolean createOutside(final Op op)
+        {
+            final List<Long> candidates = new ArrayList<>();
+            for (int l = 0; l < LISTS; l++)
+            {
+                for (int s = 0; s < SEGMENTS; s++)
+                {
+                    if (owner[l][s] == 0)
+                    {
+                        candidates.add(address(l, s) + op.b() % SEG);
+                    }
+                }
+            }
+            candidates.add(BASE - 1 - op.b() % SEG);
+            candidates.add(f.memory.list(0).endVa() + op.b() % SEG);
+            candidates.add(f.memory.endVirtaddr() + op.b() % SEG);
+            final long address = candidates.get(op.a() % candidates.size());
+
+            final byte[] before = f.tables();
+            final long pinned = f.registrar.pinnedBytes();
+            final long errors = f.counter(MrdCounter.CREATE_ERRORS_ENXIO);
+            final int registrations = f.registrar.registrations.get() + f.registrar.failures.get();
+            final MrdException ex = assertThrows(MrdException.class, () -> f.engine.createMr(address, 1),
+                "create for " + hex(address) + ", outside every allocation");
+            assertEquals(ErrorCode.ENXIO, ex.code(), ex.oneLine());
+            assertTrue(ex.getMessage().contains(hex(address)), "the message names the address: " + ex.oneLine());
+            f.assertTablesUnchanged(before, "a create outside managed memory");
+            assertEquals(pinned, f.registrar.pinnedBytes());
+            assertEquals(registrations, f.registrar.registrations.get() + f.registrar.failures.get(),
+                "the provider was asked to register");
+            assertEquals(errors + 1, f.counter(MrdCounter.CREATE_ERRORS_ENXIO));
+            return false;
+        }
+
+        boolean free(final Op op, final boolean part)
+        {
+            if (allocations.isEmpty())
+            {
+                return allocate(op);
+            }
+            final Alloc alloc = allocations.get(op.a() % allocations.size());
+            int first = alloc.first();
+            int n = alloc.n();
+            if (part)
+            {
+                final int offset = op.b() % alloc.n();
+                first = alloc.first() + offset;
+                n = 1 + op.c() % (alloc.n() - offset);
+            }
+            final long frees = f.counter(MrdCounter.FREES);
+            final FreedRange range = f.engine.freeMemory(address(alloc.list(), first), n * SEG, alloc.owner());
+            assertEquals(address(alloc.list(), first), range.address());
+            assertEquals(n * SEG, range.length());
+            assertEquals(frees + 1, f.counter(MrdCounter.FREES));
+
+            allocations.remove(alloc);
+            if (first > alloc.first())
+            {
+                allocations.add(new Alloc(alloc.list(), alloc.first(), first - alloc.first(), alloc.owner()));
+            }
+            if (first + n < alloc.first() + alloc.n())
+            {
+                allocations.add(new Alloc(alloc.list(), first + n, alloc.first() + alloc.n() - first - n,
+                    alloc.owner()));
+            }
+            return freeSegments(alloc.list(), first, n);
+        }
+
+        /**
+         * The memory free event in the model.
+         *
+         * @return whether a segment live in some MR went (an invalidating event).
+         */
+        private boolean freeSegments(final int list, final int first, final int n)
+        {
+            boolean invalidating = false;
+            for (int s = first; s < first + n; s++)
+            {
+                owner[list][s] = 0;
+                final long segmentAddress = address(list, s);
+                freed.add(segmentAddress);
+                created.keySet().removeIf(a -> a >= segmentAddress && a < segmentAddress + SEG);
+                final Integer lkey = mrOf[list][s];
+                if (lkey != null)
+                {
+                    invalidating = true;
+                    mrOf[list][s] = null;
+                    final ModelMr mr = mrs.get(lkey);
+                    mr.live().remove(segmentAddress);
+                    if (mr.live().isEmpty())
+                    {
+                        mrs.remove(lkey);
+                    }
+                }
+            }
+            return invalidating;
+        }
+
+        boolean registerExternal(final Op op)
+        {
+            if (externals.size() >= MAX_EXTERNALS)
+            {
+                return deregisterExternal(op);
+            }
+            final long length = (1 + op.a() % 4) * Sizes.MIB;
+            final int who = 1 + op.b() % 3;
+            final MemorySegment memory = f.mapExternal(length);
+            final long devGen = f.devGen();
+            final MrEntry entry = f.engine.registerExternal(memory.address(), length, who);
+            assertEquals(memory.address(), entry.start);
+            assertEquals(memory.address() + length, entry.end);
+            assertFalse(mrs.containsKey(entry.lkey), "lkey " + hex(entry.lkey) + " is already live");
+            assertEquals(devGen, f.devGen(), "registering external memory invalidates nothing");
+            mrs.put(entry.lkey, new ModelMr(entry.lkey, entry.start, entry.end, true, new HashSet<>(Set.of(entry.start))));
+            externals.add(new External(memory, entry.lkey, who));
+            created.put(entry.start + op.c() % length, entry.lkey);
+            return false;
+        }
+
+        boolean deregisterExternal(final Op op)
+        {
+            if (externals.isEmpty())
+            {
+                // Nothing registered there: ENOENT, nothing changes.
+                final long address = BASE - SEG;
+                final byte[] before = f.tables();
+                final MrdException ex = assertThrows(MrdException.class,
+                    () -> f.engine.deregisterExternal(address, 1));
+                assertEquals(ErrorCode.ENOENT, ex.code(), ex.oneLine());
+                f.assertTablesUnchanged(before, "deregistering what is not registered");
+                return false;
+            }
+            final External external = externals.get(op.a() % externals.size());
+            final long address = external.memory().address();
+            final int stranger = external.owner() % 3 + 1;
+            if (op.c() % 4 == 0)
+            {
+                final byte[] before = f.tables();
+                final MrdException ex = assertThrows(MrdException.class,
+                    () -> f.engine.deregisterExternal(address, stranger), "client " + stranger + " deregistering " +
+                    "client " + external.owner() + "'s external memory");
+                assertEquals(ErrorCode.EPERM, ex.code(), ex.oneLine());
+                f.assertTablesUnchanged(before, "a refused deregistration");
+                return false;
+            }
+            f.engine.deregisterExternal(address, op.b() % 5 == 0 ? MemsegListDescriptor.OWNER_DAEMON : external.owner());
+            dropExternal(external);
+            return true;
+        }
+
+        private void dropExternal(final External external)
+        {
+            externals.remove(external);
+            mrs.remove(external.lkey());
+            final long start = external.memory().address();
+            final long end = start + external.memory().byteSize();
+            created.keySet().removeIf(a -> a >= start && a < end);
+            f.unmapExternal(external.memory());
+        }
+
+        boolean reclaim(final Op op)
+        {
+            final int who = 1 + op.b() % 3;
+            final List<FreedRange> ranges = f.engine.reclaim(who);
+            boolean invalidating = false;
+            int segments = 0;
+            for (int l = 0; l < LISTS; l++)
+            {
+                for (int s = 0; s < SEGMENTS; s++)
+                {
+                    if (owner[l][s] == who)
+                    {
+                        segments++;
+                        invalidating |= freeSegments(l, s, 1);
+                    }
+                }
+            }
+            assertEquals(segments, ranges.stream().mapToInt(FreedRange::segmentCount).sum(), "segments reclaimed");
+            allocations.removeIf(a -> a.owner() == who);
+            for (final External external : List.copyOf(externals))
+            {
+                if (external.owner() == who)
+                {
+                    invalidating = true;
+                    dropExternal(external);
+                }
+            }
+            return invalidating;
+        }
+
+        /**
+         * The engine's ACTIVE MRs are the model's, segment for segment; every address a create was asked for
+         * still finds its lkey; freed segments are found by no lookup.
+         */
+        void compare(final String what)
+        {
+            final String state = what + "\n" + f.describe();
+            final Map<Integer, EngineFixture.Mr> active = new HashMap<>();
+            for (final EngineFixture.Mr mr : f.activeMrs())
+            {
+                assertNull(active.put(mr.lkey(), mr), "two ACTIVE MRs with lkey " + hex(mr.lkey()) + "\n" + state);
+            }
+            assertEquals(mrs.keySet(), active.keySet(), "live lkeys\n" + state);
+            for (final ModelMr expected : mrs.values())
+            {
+                final EngineFixture.Mr mr = active.get(expected.lkey());
+                assertEquals(expected.start(), mr.start(), "start of " + hex(expected.lkey()) + "\n" + state);
+                assertEquals(expected.end(), mr.end(), "end of " + hex(expected.lkey()) + "\n" + state);
+                assertEquals(expected.external(), mr.external(), state);
+                final Set<Long> live = new HashSet<>();
+                if (mr.external())
+                {
+                    live.add(mr.start());
+                }
+                else
+                {
+                    for (final MrEntry chunk : mr.chunks())
+                    {
+                        for (long a = chunk.start; a < chunk.end; a += SEG)
+                        {
+                            live.add(a);
+                        }
+                    }
+                }
+                assertEquals(expected.live(), live, "live segments of " + hex(expected.lkey()) + "\n" + state);
+            }
+            for (final Map.Entry<Long, Integer> e : created.entrySet())
+            {
+                final Integer lkey = f.secondaryLookup(e.getKey());
+                assertNotNull(lkey, "created address " + hex(e.getKey()) + " no longer found\n" + state);
+                assertEquals(e.getValue(), lkey, "lkey of created address " + hex(e.getKey()) + "\n" + state);
+            }
+            for (final long segment : freed)
+            {
+                assertNull(f.secondaryLookup(segment), "freed segment " + hex(segment) + " still found\n" + state);
+                assertNull(f.secondaryLookup(segment + SEG - 1), "freed segment " + hex(segment) + "\n" + state);
+            }
+        }
+    }
+}
