@@ -17,8 +17,9 @@ import java.util.concurrent.Callable;
     name = "stop",
     mixinStandardHelpOptions = true,
     description = {
-        "Stop the daemon gracefully: SIGTERM, then wait until it has deregistered everything, removed its",
-        "files and released the directory's lock. Exit 1 when no daemon runs there or it does not stop in time."
+        "Stop the daemon gracefully.",
+        "Sends SIGTERM, then waits until the daemon has deregistered everything, removed its files,",
+        "released the directory's lock and exited. Exit 1 when no daemon runs there or it does not stop in time."
     },
     footer = {"", "Example:", "  mrd stop --dir /tmp/mrd"})
 public final class StopCommand implements Callable<Integer>
@@ -46,7 +47,7 @@ public final class StopCommand implements Callable<Integer>
             ErrorCode.ESRCH, "pid " + snapshot.pid() + " from " + runDirectory.controlFile() + " does not exist"));
         process.destroy();
         final long deadline = System.currentTimeMillis() + timeoutSeconds * 1000L;
-        while (runDirectory.isLocked())
+        while (runDirectory.isLocked() || process.isAlive())
         {
             if (System.currentTimeMillis() > deadline)
             {

@@ -36,6 +36,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 
 import static io.mrd.layout.sys.Sizes.hex;
@@ -627,8 +628,12 @@ final class EngineFixture implements AutoCloseable
             }
         }
 
+        /** Runs before each deregistration reaches the provider, to observe the engine at that moment. */
+        volatile Consumer<Registration> beforeDeregister = registration -> {};
+
         public void deregister(final Registration registration)
         {
+            beforeDeregister.accept(registration);
             deregistrations.incrementAndGet();
             delegate.deregister(registration);
         }
