@@ -34,6 +34,11 @@ import java.util.Arrays;
         StartCommand.class,
         StopCommand.class,
         StatusCommand.class,
+        DumpCommand.class,
+        StatCommand.class,
+        CheckCommand.class,
+        LookupCommand.class,
+        WorkerCommand.class,
         CommandLine.HelpCommand.class
     })
 public final class Mrd implements Runnable

@@ -28,6 +28,8 @@ public final class DaemonContext
     public static final int DEFAULT_CACHE_CAPACITY = 1 << 20;
     public static final int DEFAULT_MAX_CLIENTS = 256;
     public static final int DEFAULT_HEARTBEAT_INTERVAL_MS = 100;
+    /** Threads that run requests (registrations are slow and never run on the socket's event loop). */
+    public static final int DEFAULT_WORKER_THREADS = 4;
     /** A heartbeat older than this many intervals means the daemon is dead or hung. */
     public static final int STALE_HEARTBEAT_INTERVALS = 10;
 
@@ -42,6 +44,7 @@ public final class DaemonContext
     private int cacheCapacity = DEFAULT_CACHE_CAPACITY;
     private int maxClients = DEFAULT_MAX_CLIENTS;
     private int heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS;
+    private int workerThreads = DEFAULT_WORKER_THREADS;
     private boolean mrExtMemseg = true;
     private String provider = "soft";
     private long maxPinned;
@@ -174,6 +177,10 @@ public final class DaemonContext
         if (heartbeatIntervalMs < 10 || heartbeatIntervalMs > 10_000)
         {
             throw invalid("heartbeat interval " + heartbeatIntervalMs + " ms must be between 10 and 10000");
+        }
+        if (workerThreads < 1 || workerThreads > 256)
+        {
+            throw invalid("--worker-threads " + workerThreads + " must be between 1 and 256");
         }
         if (maxPinned < 0)
         {
@@ -328,6 +335,17 @@ public final class DaemonContext
         return this;
     }
 
+    public int workerThreads()
+    {
+        return workerThreads;
+    }
+
+    public DaemonContext workerThreads(final int workerThreads)
+    {
+        this.workerThreads = workerThreads;
+        return this;
+    }
+
     public boolean mrExtMemseg()
     {
         return mrExtMemseg;
@@ -435,6 +453,7 @@ public final class DaemonContext
             ", cacheCapacity=" + cacheCapacity +
             ", maxClients=" + maxClients +
             ", heartbeatIntervalMs=" + heartbeatIntervalMs +
+            ", workerThreads=" + workerThreads +
             ", mrExtMemseg=" + mrExtMemseg +
             ", provider=" + provider +
             ", device=" + device.orElse("first") +

@@ -16,6 +16,7 @@ import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
+import io.mrd.primary.server.MrdServer;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.slf4j.Logger;
@@ -48,6 +49,8 @@ public final class MrdDaemon implements AutoCloseable
     private final MemoryManager memory;
     private final MrEngine engine;
     private final Thread heartbeat;
+    /** Set in {@link #launch} once the engine exists and before the control file is published. */
+    private volatile MrdServer server;
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile boolean closing;
 
@@ -158,6 +161,9 @@ public final class MrdDaemon implements AutoCloseable
             final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, engine);
+            // The socket listens before the control file is published, so a published file means a daemon
+            // that answers; a client that connects in between finds the version still 0 and waits.
+            daemon.server = MrdServer.start(context, runDirectory, ctl, engine, counters, errorLog, daemon::requestStop);
             header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
             daemon.heartbeat.start();
             LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.dir(),
@@ -281,6 +287,22 @@ public final class MrdDaemon implements AutoCloseable
     }
 
     /**
+     * @return the socket server (null only while {@link #launch} is still starting it).
+     */
+    public MrdServer server()
+    {
+        return server;
+    }
+
+    /**
+     * Closes the daemon on a thread of its own: what a STOP request runs, from a thread {@link #close()} waits for.
+     */
+    public void requestStop()
+    {
+        Thread.ofPlatform().name("mrd-stop").start(this::close);
+    }
+
+    /**
      * Records an unexpected failure in the control file's error log, where {@code mrd dump --errors} shows it.
      */
     public void recordError(final Throwable error)
@@ -322,6 +344,11 @@ public final class MrdDaemon implements AutoCloseable
         LOG.info("shutting down");
         try
         {
+            // First: no request may reach the engine while it releases everything.
+            if (null != server)
+            {
+                server.close();
+            }
             controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
             heartbeat.interrupt();
             try

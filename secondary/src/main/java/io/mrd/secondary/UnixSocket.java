@@ -32,6 +32,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * Every failure is an {@link MrdException} naming the call and the errno as name and text, as
  * {@link io.mrd.layout.sys.Posix} reports them.
  */
+@SuppressWarnings("restricted")
 public final class UnixSocket implements AutoCloseable
 {
     static final int AF_UNIX = 1;
@@ -164,6 +165,15 @@ public final class UnixSocket implements AutoCloseable
         {
             throw rethrow(t);
         }
+    }
+
+    /**
+     * Wraps a connected socket descriptor this class did not open (a test's server side); closing the wrapper
+     * closes the descriptor.
+     */
+    static UnixSocket wrap(final int fd, final String peer)
+    {
+        return new UnixSocket(fd, peer);
     }
 
     /**

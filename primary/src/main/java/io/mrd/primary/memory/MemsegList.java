@@ -418,15 +418,17 @@ public final class MemsegList
                 record.segment(i, owner[i], end);
             }
         }
+        // The control file keeps showing the old owner until markFree: readers check that every live
+        // segment of an MR is allocated, and the MR engine clears the MR bits only after this call (the
+        // memory free event), so showing the segment free here would let them see a live bit on a free
+        // segment.
         for (int i = first; i < end; i++)
         {
             owner[i] = OWNER_RELEASING;
             allocationFirst[i] = 0;
-            record.segment(i, OWNER_FREE, 0);
         }
         allocatedSegments -= n;
         releasingSegments += n;
-        record.allocatedSegments(allocatedSegments);
     }
 
     /**
@@ -453,8 +455,10 @@ public final class MemsegList
         for (int i = first; i < first + n; i++)
         {
             owner[i] = OWNER_FREE;
+            record.segment(i, OWNER_FREE, 0);
         }
         releasingSegments -= n;
+        record.allocatedSegments(allocatedSegments);
     }
 
     /**

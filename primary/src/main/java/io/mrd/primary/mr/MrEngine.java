@@ -163,12 +163,29 @@ public final class MrEngine implements AutoCloseable
         // Release detached MRs first, outside every lock (step 1).
         garbageCollect();
 
+        if (closed)
+        {
+            throw new MrdException(ErrorCode.ENODEV, "the daemon is shutting down: no MR is created for " +
+                Sizes.hex(address));
+        }
+
+        // Secondaries that missed on one buffer at once all ask for it; the later requests find the MR the first
+        // one created. Answer them before taking a record: with the MR table full, takeSlot would fail them with
+        // ENOMEM although their MR exists (step 5 below closes the race for the ones in flight). This also
+        // answers addresses in external memory, which no memory-segment list holds.
+        final MrEntry existing = new MrEntry();
+        if (lookup(address, existing))
+        {
+            return existing;
+        }
+
         // Step 2: the chunk around the address. The walk takes the memory lock itself; the chunk may change
         // before we use it, which step 4 detects.
         boolean singleSegment = !extendToContiguousChunk;
         Chunk chunk = findChunk(address, singleSegment);
         while (true)
         {
+
             // Step 3: the record and the bitmap are taken without the cache lock, as the reference allocates
             // them without its rwlock: allocation may be slow, lookups must not wait for it.
             final int slot = takeSlot(address);
@@ -309,12 +326,13 @@ public final class MrEngine implements AutoCloseable
                 header.mrHighWater(highWater);
             }
             insertMrChunks(slot);
+            // Inside the write section: a reader that sees the MR also sees it counted (mrd check relies on it).
+            registered(registration);
         }
         finally
         {
             seqLock.endWrite();
         }
-        registered(registration);
         LOG.debug("MR {} created for {}: [{}, {}) lkey {} msBaseIdx {} msN {} msBmpN {}", slot, Sizes.hex(address),
             Sizes.hex(start), Sizes.hex(end), Sizes.hex(registration.lkey() & 0xFFFF_FFFFL),
             chunk.firstSegment() + first, bitmap.cardinality(), last - first + 1);
@@ -383,12 +401,12 @@ public final class MrEngine implements AutoCloseable
                     header.mrHighWater(highWater);
                 }
                 insertMrChunks(slot);
+                registered(registration);
             }
             finally
             {
                 seqLock.endWrite();
             }
-            registered(registration);
             counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
             return new MrEntry().set(address, address + length, registration.lkey(), slot);
         }
@@ -537,7 +555,20 @@ public final class MrEngine implements AutoCloseable
         }
         for (final long external : externalsOwnedBy(owner))
         {
-            deregisterExternal(external, MemsegListDescriptor.OWNER_DAEMON);
+            try
+            {
+                deregisterExternal(external, MemsegListDescriptor.OWNER_DAEMON);
+            }
+            catch (final MrdException ex)
+            {
+                // The client's own DEREG_EXTERNAL, still in flight on a worker when its connection closed, may
+                // have taken it since the list was made. Throwing here would leave the ranges freed above
+                // unreleased (their segments withheld from allocation for good).
+                if (ex.code() != ErrorCode.ENOENT)
+                {
+                    throw ex;
+                }
+            }
         }
         garbageCollect();
         ranges.forEach(memory::release);
@@ -644,6 +675,9 @@ public final class MrEngine implements AutoCloseable
             try
             {
                 registrations[slot] = null;
+                // Under the cache lock, like registered(): a GC racing a registration must not leave a stale value.
+                counters.set(MrdCounter.BYTES_PINNED, registrar.pinnedBytes());
+                counters.add(MrdCounter.BYTES_REGISTERED, -registration.length());
                 seqLock.beginWrite();
                 try
                 {
@@ -661,8 +695,6 @@ public final class MrEngine implements AutoCloseable
             }
             releaseSlot(slot);
             counters.increment(MrdCounter.MRS_DEREGISTERED);
-            counters.add(MrdCounter.BYTES_REGISTERED, -registration.length());
-            counters.set(MrdCounter.BYTES_PINNED, registrar.pinnedBytes());
         }
         counters.increment(MrdCounter.GC_RUNS);
     }

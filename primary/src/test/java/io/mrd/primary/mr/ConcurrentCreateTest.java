@@ -33,7 +33,7 @@ class ConcurrentCreateTest
 {
     private static final long BASE = EngineFixture.base(1);
     private static final int THREADS = 8;
-    private static final int ROUNDS = 4;
+    private static final int ROUNDS = 6;
     private static final int ALLOCATIONS = 3;
     private static final int SEGMENTS_PER_ALLOCATION = 4;
     private static final long SEG = EngineFixture.SEGMENT;
@@ -67,13 +67,20 @@ class ConcurrentCreateTest
     private static void runRound(final EngineFixture f, final ExecutorService pool, final int round,
         final boolean extend) throws Exception
     {
-        // Owners alternate, so that a chunk spans allocations of several clients. In even rounds the allocations
-        // are back to back (one chunk); in odd rounds a freed segment separates them (three chunks).
+        // Owners alternate, so that a chunk spans allocations of several clients. Rounds 0 and 2 put the
+        // allocations back to back (one chunk), and round 2 registers the first one before the others exist, so
+        // that the chunk's MR must leave its segments out; odd rounds separate them by freed segments (three
+        // chunks).
         final List<Allocation> allocations = new ArrayList<>();
         final List<Allocation> gaps = new ArrayList<>();
+        final boolean preRegistered = round % 4 == 2;
         for (int i = 0; i < ALLOCATIONS; i++)
         {
             allocations.add(f.engine.allocate(SEGMENTS_PER_ALLOCATION * SEG, 1 + i % 3));
+            if (preRegistered && i == 0)
+            {
+                f.engine.createMr(allocations.getFirst().address(), 1);
+            }
             if (round % 2 == 1)
             {
                 gaps.add(f.engine.allocate(SEG, 3));
@@ -83,6 +90,111 @@ class ConcurrentCreateTest
         {
             f.engine.freeMemory(gap.address(), gap.length(), gap.owner());
         }
+        final List<Long> segments = segmentsOf(allocations);
+        final int createsBefore = preRegistered ? 1 : 0;
+
+        final Map<Long, Integer> agreed = createEverywhereAtOnce(f, pool, segments, THREADS, round, List.of());
+        checkEverySegmentOnce(f, segments, agreed);
+        assertEquals((long)THREADS * segments.size() + createsBefore, f.counter(MrdCounter.CREATE_REQUESTS));
+        final int active = f.activeMrs().size();
+        if (!extend)
+        {
+            assertEquals(segments.size(), active, "one MR per segment without --mr-ext-memseg");
+        }
+        else
+        {
+            assertEquals(round % 2 == 1 ? ALLOCATIONS : preRegistered ? 2 : 1, active,
+                "one MR per chunk with --mr-ext-memseg (and one for the part registered before)\n" + f.describe());
+        }
+    }
+
+    /**
+     * Creates race allocations that grow the chunk and a free that shrinks it, so that chunks change between
+     * the engine's first look and its re-check under the memory lock.
+     */
+    @ParameterizedTest(name = "--mr-ext-memseg {0}")
+    @ValueSource(booleans = {true, false})
+    void createsRacingAllocationsAndFreesRegisterEverySegmentOnce(final boolean extend) throws Exception
+    {
+        final ProviderConfig provider = ProviderConfig.defaults().withLatencyNanos(200_000);
+        final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+        try
+        {
+            for (int round = 0; round < ROUNDS; round++)
+            {
+                try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(extend)
+                    .provider(provider)))
+                {
+                    final List<Allocation> allocations = new ArrayList<>();
+                    final List<Runnable> disturbances;
+                    if (round % 2 == 0)
+                    {
+                        // One chunk that grows at its end while a free takes two segments out of it.
+                        for (int i = 0; i < ALLOCATIONS; i++)
+                        {
+                            allocations.add(f.engine.allocate(SEGMENTS_PER_ALLOCATION * SEG, 1 + i % 3));
+                        }
+                        final Allocation doomed = f.engine.allocate(2 * SEG, 2);
+                        disturbances = List.of(
+                            () ->
+                            {
+                                for (int i = 0; i < 4; i++)
+                                {
+                                    f.engine.allocate(SEG, 3);
+                                }
+                            },
+                            () -> f.engine.freeMemory(doomed.address(), doomed.length(), doomed.owner()));
+                    }
+                    else
+                    {
+                        // Eight one-segment chunks, whose gaps first-fit allocations fill one by one while they
+                        // are being registered, joining them.
+                        final List<Allocation> gaps = new ArrayList<>();
+                        for (int i = 0; i < 8; i++)
+                        {
+                            allocations.add(f.engine.allocate(SEG, 1 + i % 3));
+                            gaps.add(f.engine.allocate(SEG, 3));
+                        }
+                        for (final Allocation gap : gaps)
+                        {
+                            f.engine.freeMemory(gap.address(), gap.length(), gap.owner());
+                        }
+                        disturbances = List.of(
+                            () ->
+                            {
+                                for (int i = 0; i < 8; i++)
+                                {
+                                    f.engine.allocate(SEG, 3);
+                                }
+                            });
+                    }
+                    final List<Long> segments = segmentsOf(allocations);
+                    final Map<Long, Integer> agreed =
+                        createEverywhereAtOnce(f, pool, segments, THREADS - disturbances.size(), round, disturbances);
+                    checkEverySegmentOnce(f, segments, agreed);
+
+                    // The memory the disturbances allocated registers like any other.
+                    for (int s = 0; s < f.options.segmentsPerList(); s++)
+                    {
+                        final long address = f.segmentAddress(0, s);
+                        if (f.memory.list(0).isAllocated(s))
+                        {
+                            assertEquals(f.engine.createMr(address, 1).lkey, f.secondaryLookup(address));
+                        }
+                    }
+                    f.checkInvariants();
+                }
+            }
+        }
+        finally
+        {
+            pool.shutdownNow();
+            assertTrue(pool.awaitTermination(DEADLINE_SECONDS, TimeUnit.SECONDS), "workers did not stop");
+        }
+    }
+
+    private static List<Long> segmentsOf(final List<Allocation> allocations)
+    {
         final List<Long> segments = new ArrayList<>();
         for (final Allocation a : allocations)
         {
@@ -91,10 +203,32 @@ class ConcurrentCreateTest
                 segments.add(a.address() + s * SEG);
             }
         }
+        return segments;
+    }
 
-        final CyclicBarrier start = new CyclicBarrier(THREADS);
+    /**
+     * Starts {@code creators} threads that each create an MR for an address in every segment, in an order of
+     * their own, together with the disturbances, all released at once by a barrier.
+     *
+     * @return the lkey every thread got for each segment (they must agree).
+     */
+    private static Map<Long, Integer> createEverywhereAtOnce(final EngineFixture f, final ExecutorService pool,
+        final List<Long> segments, final int creators, final int round, final List<Runnable> disturbances)
+        throws Exception
+    {
+        final CyclicBarrier start = new CyclicBarrier(creators + disturbances.size());
+        final List<Future<?>> others = new ArrayList<>();
+        for (final Runnable disturbance : disturbances)
+        {
+            others.add(pool.submit(() ->
+            {
+                start.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
+                disturbance.run();
+                return null;
+            }));
+        }
         final List<Future<Map<Long, Integer>>> results = new ArrayList<>();
-        for (int t = 0; t < THREADS; t++)
+        for (int t = 0; t < creators; t++)
         {
             final long seed = 31L * round + t;
             results.add(pool.submit(() ->
@@ -130,6 +264,20 @@ class ConcurrentCreateTest
             }
         }
 
+        for (final Future<?> other : others)
+        {
+            other.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+        }
+        return agreed;
+    }
+
+    /**
+     * Every segment is live in exactly one ACTIVE MR, with the lkey every thread got for it, found by a
+     * secondary; the provider registered once per ACTIVE MR.
+     */
+    private static void checkEverySegmentOnce(final EngineFixture f, final List<Long> segments,
+        final Map<Long, Integer> agreed)
+    {
         f.checkInvariants();
         final List<EngineFixture.Mr> active = f.activeMrs();
         for (final long segment : segments)
@@ -151,18 +299,9 @@ class ConcurrentCreateTest
             assertNotNull(lkey, "segment " + hex(segment) + " not found by a secondary");
             assertEquals(agreed.get(segment), lkey);
         }
-        assertEquals(active.size(), f.registrar.registrations.get(), "registrations against ACTIVE MRs\n" +
-            f.describe());
-        assertEquals(active.size(), f.counter(MrdCounter.MRS_CREATED), "MRS_CREATED against ACTIVE MRs");
-        assertEquals((long)THREADS * segments.size(), f.counter(MrdCounter.CREATE_REQUESTS));
-        if (!extend)
-        {
-            assertEquals(segments.size(), active.size(), "one MR per segment without --mr-ext-memseg");
-        }
-        else
-        {
-            assertEquals(round % 2 == 0 ? 1 : ALLOCATIONS, active.size(), "one MR per chunk with --mr-ext-memseg\n" +
-                f.describe());
-        }
+        assertEquals(active.size(), f.registrar.registrations.get() - f.registrar.deregistrations.get(),
+            "live registrations against ACTIVE MRs\n" + f.describe());
+        assertEquals(active.size(), f.counter(MrdCounter.MRS_CREATED) - f.counter(MrdCounter.MRS_DEREGISTERED),
+            "MRS_CREATED against ACTIVE MRs");
     }
 }

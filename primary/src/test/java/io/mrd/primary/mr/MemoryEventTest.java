@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
-import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -191,6 +190,58 @@ class MemoryEventTest
             assertTrue(f.engine.reclaim(2).isEmpty(), "nothing left to reclaim");
             f.checkInvariants();
             f.unmapExternal(ext2);
+        }
+    }
+
+    /**
+     * A client sends DEREG_EXTERNAL and dies: a worker deregisters the external memory while the connection's
+     * close reclaims everything the client owned. The reclaim must still free and release the client's memory.
+     */
+    @Test
+    void reclaimSurvivesAnExternalDeregisteredMeanwhile()
+    {
+        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        {
+            final Allocation keep = f.engine.allocate(SEG, 1);
+            final int kept = f.engine.createMr(keep.address(), 1).lkey;
+            final Allocation dead = f.engine.allocate(2 * SEG, 2);
+            f.engine.createMr(dead.address() + SEG, 2);
+            final MemorySegment ext1 = f.mapExternal(Sizes.MIB);
+            final MemorySegment ext2 = f.mapExternal(Sizes.MIB);
+            final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 2);
+            f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2);
+
+            // While reclaim deregisters the first external, the client's own request deregisters the second.
+            final List<Throwable> workerFailures = new ArrayList<>();
+            f.registrar.beforeDeregister = registration ->
+            {
+                if (registration.lkey() == e1.lkey && workerFailures.isEmpty())
+                {
+                    try
+                    {
+                        CompletableFuture.runAsync(() -> f.engine.deregisterExternal(ext2.address(), 2))
+                            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+                        workerFailures.add(null);
+                    }
+                    catch (final Exception ex)
+                    {
+                        workerFailures.add(ex);
+                    }
+                }
+            };
+            final List<FreedRange> ranges = f.engine.reclaim(2);
+            assertEquals(1, workerFailures.size(), "the worker's deregistration ran");
+            assertNull(workerFailures.getFirst(), "the worker's deregistration failed");
+            assertEquals(List.of(dead.address()), ranges.stream().map(FreedRange::address).toList());
+            assertTrue(f.engine.externalsOwnedBy(2).isEmpty());
+            assertEquals(SEG, f.registrar.pinnedBytes(), "only owner 1's MR is left\n" + f.describe());
+            assertEquals(kept, f.secondaryLookup(keep.address()));
+            f.checkInvariants();
+
+            // The dead client's segments were released: they can be allocated again.
+            final Allocation again = f.engine.allocate(2 * SEG, 3);
+            assertEquals(dead.address(), again.address(), "the reclaimed segments are free again");
+            f.checkInvariants();
         }
     }
 

@@ -78,13 +78,13 @@ class MrEngineModelTest
         return op.list().ofMinSize(20).ofMaxSize(60);
     }
 
-    @Property(tries = 45, shrinking = ShrinkingMode.BOUNDED)
+    @Property(tries = 75, shrinking = ShrinkingMode.BOUNDED)
     void engineAgreesWithTheModelRegisteringWholeChunks(@ForAll("ops") final List<Op> ops)
     {
         run(ops, true);
     }
 
-    @Property(tries = 45, shrinking = ShrinkingMode.BOUNDED)
+    @Property(tries = 75, shrinking = ShrinkingMode.BOUNDED)
     void engineAgreesWithTheModelRegisteringSingleSegments(@ForAll("ops") final List<Op> ops)
     {
         run(ops, false);

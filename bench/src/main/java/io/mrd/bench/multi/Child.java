@@ -1,0 +1,167 @@
+package io.mrd.bench.multi;
+
+import io.mrd.bench.JvmFlags;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
+
+/**
+ * A JVM the multi-process benchmark started: this JVM's java and class path, the mrd flags, full JIT (the
+ * test launcher's {@code TieredStopAtLevel=1} would distort every number), output to a log file that is
+ * kept with the results. Closing kills it if it is still running.
+ */
+final class Child implements AutoCloseable
+{
+    private final String name;
+    private final Process process;
+    private final Path log;
+
+    private Child(final String name, final Process process, final Path log)
+    {
+        this.name = name;
+        this.process = process;
+        this.log = log;
+    }
+
+    static Child start(final String name, final Path log, final List<String> jvmFlags, final String mainClass,
+        final List<String> args)
+    {
+        final List<String> command = new ArrayList<>(JvmFlags.javaCommand(jvmFlags, mainClass));
+        command.addAll(args);
+        try
+        {
+            final Process process = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(log.toFile())
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .start();
+            return new Child(name, process, log);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot start " + name + ": " + String.join(" ", command), ex);
+        }
+    }
+
+    String name()
+    {
+        return name;
+    }
+
+    List<String> lines()
+    {
+        try
+        {
+            return Files.readAllLines(log, StandardCharsets.UTF_8);
+        }
+        catch (final IOException ex)
+        {
+            return List.of();
+        }
+    }
+
+    /**
+     * @return the first line matching {@code predicate}, waiting for it.
+     * @throws IllegalStateException naming the process and its log when none comes before the deadline or the
+     *                               process exits first.
+     */
+    String awaitLine(final Predicate<String> predicate, final Duration timeout)
+    {
+        final long deadline = System.nanoTime() + timeout.toNanos();
+        while (true)
+        {
+            final boolean alive = process.isAlive();
+            for (final String line : lines())
+            {
+                if (predicate.test(line))
+                {
+                    return line;
+                }
+            }
+            if (!alive)
+            {
+                throw new IllegalStateException(name + " exited with " + process.exitValue() +
+                    " before printing the expected line; its output (" + log + "):\n" + tail());
+            }
+            if (System.nanoTime() > deadline)
+            {
+                throw new IllegalStateException(name + " did not print the expected line within " + timeout +
+                    "; its output (" + log + "):\n" + tail());
+            }
+            LockSupport.parkNanos(5_000_000);
+        }
+    }
+
+    int awaitExit(final Duration timeout)
+    {
+        try
+        {
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS))
+            {
+                process.destroyForcibly();
+                throw new IllegalStateException(name + " did not exit within " + timeout + "; its output:\n" + tail());
+            }
+            return process.exitValue();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted waiting for " + name, ex);
+        }
+    }
+
+    /**
+     * SIGTERM, then SIGKILL if it is still running after {@code grace}.
+     */
+    void stop(final Duration grace)
+    {
+        if (!process.isAlive())
+        {
+            return;
+        }
+        process.destroy();
+        try
+        {
+            if (!process.waitFor(grace.toMillis(), TimeUnit.MILLISECONDS))
+            {
+                process.destroyForcibly();
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    String tail()
+    {
+        final List<String> lines = lines();
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+    }
+
+    public void close()
+    {
+        if (process.isAlive())
+        {
+            process.destroyForcibly();
+            try
+            {
+                process.waitFor(10, TimeUnit.SECONDS);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

@@ -1,0 +1,218 @@
+package io.mrd.bench.multi;
+
+import io.mrd.bench.report.ReportTable;
+import io.mrd.bench.report.ResultFile;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+/**
+ * The multi-process benchmark: a real daemon ({@code mrd start --foreground} in a child JVM), then 1, 2 and 4
+ * secondary JVMs doing lookups for a fixed time, each without and with a writer JVM allocating, creating and
+ * freeing at a fixed rate; then the create round trip. Writes {@code multi.tsv} and keeps every child's
+ * output under {@code multi-logs/} in the results directory.
+ * <p>
+ * The daemon runs with {@code --no-mr-ext-memseg} (one MR per 2 MiB segment), so that a secondary's 32 MiB
+ * are 16 MRs and its random buffers exercise both local levels (top half 8, bottom half), and with
+ * {@code --huge-dir none} so that the run does not depend on free hugepages.
+ */
+public final class MultiProcessBench
+{
+    /** Allocation of each secondary: 16 segments, 16 MRs. */
+    static final long SECONDARY_ALLOC = 32L << 20;
+    /** Random buffers each secondary looks up (a power of two). */
+    static final int SECONDARY_BUFFERS = 1 << 14;
+    /** Writer cycles (allocate, create, free) per second. */
+    static final double WRITER_RATE = 100;
+    static final Duration START_TIMEOUT = Duration.ofSeconds(90);
+
+    private final boolean quick;
+    private final Path out;
+    private final Path logs;
+    private final Path resultFile;
+    private final List<String> childFlags = List.of("-Xms256m", "-Xmx256m", "-XX:+UseSerialGC");
+
+    private MultiProcessBench(final boolean quick, final Path out)
+    {
+        this.quick = quick;
+        this.out = out;
+        this.logs = out.resolve("multi-logs");
+        this.resultFile = out.resolve("multi.tsv");
+    }
+
+    public static void run(final boolean quick, final Path out)
+    {
+        new MultiProcessBench(quick, out).run();
+    }
+
+    private void run()
+    {
+        final Path dir;
+        try
+        {
+            Files.createDirectories(logs);
+            // /tmp, not the results directory: a Unix socket path must stay under 108 bytes.
+            dir = Files.createTempDirectory(Path.of("/tmp"), "mrd-bench-");
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+        final double seconds = quick ? 3 : 10;
+        try (Child daemon = startDaemon(dir))
+        {
+            for (final int n : ReportTable.PROCESS_COUNTS)
+            {
+                lookups(dir, n, false, seconds);
+                lookups(dir, n, true, seconds);
+            }
+            roundTrips(dir);
+            daemon.stop(Duration.ofSeconds(20));
+        }
+        finally
+        {
+            deleteQuietly(dir);
+        }
+    }
+
+    private Child startDaemon(final Path dir)
+    {
+        System.out.println("multi: starting the daemon in " + dir);
+        final Child daemon = Child.start("daemon", logs.resolve("daemon.log"), List.of("-Xmx512m"),
+            "io.mrd.cli.Mrd", List.of("start", "--foreground", "--dir", dir.toString(), "--huge-dir", "none",
+                "--no-mr-ext-memseg", "--max-memory", "1GiB"));
+        try
+        {
+            daemon.awaitLine(line -> line.startsWith("mrd started:"), START_TIMEOUT);
+        }
+        catch (final RuntimeException ex)
+        {
+            daemon.close();
+            throw new IllegalStateException("multi: the daemon did not start: " + ex.getMessage(), ex);
+        }
+        return daemon;
+    }
+
+    private void lookups(final Path dir, final int n, final boolean withWriter, final double seconds)
+    {
+        final String run = n + (withWriter ? ".writer" : "");
+        System.out.printf("multi: %d secondar%s%s, %.0f s%n", n, n == 1 ? "y" : "ies",
+            withWriter ? " + writer" : "", seconds);
+        final Path go = dir.resolve("go-" + run);
+        final Path stop = dir.resolve("stop-" + run);
+        final List<Child> children = new ArrayList<>();
+        Child writer = null;
+        try
+        {
+            if (withWriter)
+            {
+                writer = Child.start("writer-" + run, logs.resolve("writer-" + run + ".log"), childFlags,
+                    WriterMain.class.getName(), List.of(dir.toString(), go.toString(), stop.toString(),
+                        String.valueOf(WRITER_RATE)));
+            }
+            for (int i = 0; i < n; i++)
+            {
+                children.add(Child.start("secondary-" + run + "-" + i,
+                    logs.resolve("secondary-" + run + "-" + i + ".log"), childFlags, SecondaryMain.class.getName(),
+                    List.of(dir.toString(), go.toString(), String.valueOf(seconds), String.valueOf(SECONDARY_ALLOC),
+                        String.valueOf(SECONDARY_BUFFERS), String.valueOf(1000 + i))));
+            }
+            if (null != writer)
+            {
+                writer.awaitLine(Handshake.READY::equals, START_TIMEOUT);
+            }
+            for (final Child child : children)
+            {
+                child.awaitLine(Handshake.READY::equals, START_TIMEOUT);
+            }
+            Handshake.touch(go);
+            double total = 0;
+            for (int i = 0; i < n; i++)
+            {
+                final Child child = children.get(i);
+                final Map<String, String> result = Handshake.parseResult(
+                    child.awaitLine(line -> line.startsWith(Handshake.RESULT), START_TIMEOUT));
+                final int exit = child.awaitExit(START_TIMEOUT);
+                if (exit != 0 || !"0".equals(result.get("errors")))
+                {
+                    throw new IllegalStateException(child.name() + " exited with " + exit + " after " +
+                        result.get("errors") + " lookup errors:\n" + child.tail());
+                }
+                final double rate = Double.parseDouble(result.get("lookupsPerSecond"));
+                total += rate;
+                record("lookups." + run + ".proc" + i, rate, "lookups/s", result.toString());
+            }
+            record("lookups." + run + ".total", total, "lookups/s", "");
+            if (null != writer)
+            {
+                Handshake.touch(stop);
+                final Map<String, String> result = Handshake.parseResult(
+                    writer.awaitLine(line -> line.startsWith(Handshake.RESULT), START_TIMEOUT));
+                writer.awaitExit(START_TIMEOUT);
+                record("writer.rate", Double.parseDouble(result.get("rate")), "cycles/s", result.toString());
+            }
+            System.out.printf("multi:   total %.1f M lookups/s%n", total / 1e6);
+        }
+        finally
+        {
+            children.forEach(Child::close);
+            if (null != writer)
+            {
+                writer.close();
+            }
+        }
+    }
+
+    private void roundTrips(final Path dir)
+    {
+        final int existing = quick ? 20_000 : 100_000;
+        final int fresh = quick ? 300 : 2_000;
+        System.out.printf("multi: create round trips (%d to an existing MR, %d new registrations)%n", existing, fresh);
+        try (Child child = Child.start("create-rtt", logs.resolve("create-rtt.log"), childFlags,
+            RoundTripMain.class.getName(), List.of(dir.toString(), out.toString(), String.valueOf(existing),
+                String.valueOf(fresh))))
+        {
+            final Map<String, String> result = Handshake.parseResult(
+                child.awaitLine(line -> line.startsWith(Handshake.RESULT), Duration.ofMinutes(5)));
+            child.awaitExit(START_TIMEOUT);
+            for (final String kind : new String[] {"existing", "new"})
+            {
+                for (final String p : new String[] {"p50", "p99", "p999", "max"})
+                {
+                    record("create." + kind + "." + p, Double.parseDouble(result.get(kind + "." + p)), "us",
+                        "count " + result.get(kind + ".count"));
+                }
+            }
+            System.out.printf("multi:   existing p50 %s µs, new p50 %s µs%n", result.get("existing.p50"),
+                result.get("new.p50"));
+        }
+    }
+
+    private void record(final String row, final double value, final String unit, final String note)
+    {
+        ResultFile.append(resultFile, new ResultFile.Result("multi", row, value, unit, note));
+    }
+
+    private static void deleteQuietly(final Path dir)
+    {
+        try (Stream<Path> files = Files.walk(dir))
+        {
+            for (final Path file : files.sorted(Comparator.reverseOrder()).toList())
+            {
+                Files.deleteIfExists(file);
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // a leftover directory in /tmp is harmless
+        }
+    }
+}

@@ -1,0 +1,298 @@
+package io.mrd.bench.report;
+
+import io.mrd.bench.report.ResultFile.Result;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.OptionalDouble;
+
+/**
+ * The one table {@code scripts/bench} prints: every row of issue 6, its Java value, the C reference (or the
+ * value it is compared with), the ratio, the target and whether it was met. Built from the joined result
+ * lines ({@link ResultFile}); a measurement that is missing shows as such and fails its target.
+ */
+public final class ReportTable
+{
+    /** Table sizes of the bottom-half rows. */
+    public static final int[] BOTTOM_SIZES = {256, 4096, 65536};
+    /** Table sizes of the global-cache rows. */
+    public static final int[] GLOBAL_SIZES = {4096, 65536, 1048576};
+    /** Secondary counts of the multi-process rows. */
+    public static final int[] PROCESS_COUNTS = {1, 2, 4};
+
+    static final String YES = "yes";
+    static final String NO = "no";
+    static final String NONE = "—";
+
+    /**
+     * One line of the table.
+     */
+    public record Row(String label, String value, String reference, String ratio, String target, String met)
+    {
+    }
+
+    private final Map<String, Result> results;
+    private final int cores;
+
+    /**
+     * @param results the joined results.
+     * @param cores   the machine's cores: the 4-secondary scaling target needs at least 4, and on fewer the
+     *                table asks of 2 secondaries what it asks of 4 (each its share: 3.5 / 4 per process).
+     */
+    public ReportTable(final Map<String, Result> results, final int cores)
+    {
+        this.results = results;
+        this.cores = cores;
+    }
+
+    public List<Row> rows()
+    {
+        final List<Row> rows = new ArrayList<>();
+        rows.add(versusC("top-half hit, MRU slot", "tophalf.mru", 1.3));
+        rows.add(versusC("top-half hit, other slot", "tophalf.other", 1.3));
+        for (final int size : BOTTOM_SIZES)
+        {
+            rows.add(versusC("bottom-half search, " + count(size) + " entries", "bottomhalf." + size, 0));
+        }
+        for (final int size : GLOBAL_SIZES)
+        {
+            rows.add(versusC("global seqlock search, " + count(size) + " entries", "global." + size, 1.5));
+        }
+        rows.add(versusC("lkey(addr, len) whole path, 4 MRs (top half)", "lkey.4", 0));
+        rows.add(versusC("lkey(addr, len) whole path, 64 MRs (bottom half)", "lkey.64", 0));
+        rows.add(writerJava());
+        rows.add(writerC());
+        rows.addAll(multiProcess());
+        rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup)", "create.existing", 1.5));
+        rows.add(createRoundTrip("create round trip, new 2 MiB registration", "create.new", 0));
+        return rows;
+    }
+
+    /**
+     * @return the rows as a markdown table.
+     */
+    public String markdown()
+    {
+        final StringBuilder out = new StringBuilder();
+        out.append("| row | Java | C / reference | ratio | target | met? |\n");
+        out.append("|---|---:|---:|---:|---|---|\n");
+        for (final Row row : rows())
+        {
+            out.append("| ").append(row.label()).append(" | ").append(row.value()).append(" | ")
+                .append(row.reference()).append(" | ").append(row.ratio()).append(" | ").append(row.target())
+                .append(" | ").append(row.met()).append(" |\n");
+        }
+        return out.toString();
+    }
+
+    /**
+     * @return the number of rows with a target, and of those met, as {@code {withTarget, met}}.
+     */
+    public int[] targetCounts()
+    {
+        int withTarget = 0;
+        int met = 0;
+        for (final Row row : rows())
+        {
+            if (row.met().startsWith(YES) || row.met().startsWith(NO))
+            {
+                withTarget++;
+                met += row.met().startsWith(YES) ? 1 : 0;
+            }
+        }
+        return new int[] {withTarget, met};
+    }
+
+    private Row versusC(final String label, final String row, final double maxRatio)
+    {
+        final OptionalDouble java = value("java", row);
+        final OptionalDouble c = value("c", row);
+        final String target = maxRatio > 0 ? "≤ " + ratio(maxRatio) + " C" : NONE;
+        if (java.isEmpty() || c.isEmpty())
+        {
+            return new Row(label, java.isPresent() ? ns(java.getAsDouble()) : "missing",
+                c.isPresent() ? ns(c.getAsDouble()) : "missing", NONE, target, maxRatio > 0 ? NO + " (missing)" : NONE);
+        }
+        final double r = java.getAsDouble() / c.getAsDouble();
+        return new Row(label, ns(java.getAsDouble()), ns(c.getAsDouble()), ratio(r), target,
+            maxRatio > 0 ? yesNo(r <= maxRatio) : NONE);
+    }
+
+    private Row writerJava()
+    {
+        final String label = "global search, 65,536 entries, writer at 100k writes/s: Java" + rate("java");
+        final OptionalDouble with = value("java", "globalwriter.100000");
+        final OptionalDouble without = value("java", "globalwriter.0");
+        if (with.isEmpty() || without.isEmpty())
+        {
+            return new Row(label, with.isPresent() ? ns(with.getAsDouble()) : "missing",
+                without.isPresent() ? "no writer: " + ns(without.getAsDouble()) : "missing", NONE,
+                "≥ 0.80× without", NO + " (missing)");
+        }
+        final double r = without.getAsDouble() / with.getAsDouble();
+        return new Row(label, ns(with.getAsDouble()), "no writer: " + ns(without.getAsDouble()),
+            ratio(r) + " lookups/s", "≥ 0.80× without", yesNo(r >= 0.8));
+    }
+
+    private Row writerC()
+    {
+        final String label = "global search, 65,536 entries, writer at 100k writes/s: C" + rate("c");
+        final OptionalDouble with = value("c", "globalwriter.100000");
+        final OptionalDouble without = value("c", "globalwriter.0");
+        if (with.isEmpty() || without.isEmpty())
+        {
+            return new Row(label, NONE, "missing", NONE, "reference", NONE);
+        }
+        return new Row(label, NONE, ns(with.getAsDouble()) + " (no writer: " + ns(without.getAsDouble()) + ")",
+            ratio(without.getAsDouble() / with.getAsDouble()) + " lookups/s", "reference", NONE);
+    }
+
+    private String rate(final String source)
+    {
+        final OptionalDouble rate = value(source, "globalwriter.rate");
+        return rate.isPresent() ? String.format(Locale.ROOT, " (reached %,.0f/s)", rate.getAsDouble()) : "";
+    }
+
+    private List<Row> multiProcess()
+    {
+        final List<Row> rows = new ArrayList<>();
+        final OptionalDouble one = value("multi", "lookups.1.total");
+        for (final int n : PROCESS_COUNTS)
+        {
+            final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
+                perProcess("lookups." + n);
+            final OptionalDouble total = value("multi", "lookups." + n + ".total");
+            if (n == 1)
+            {
+                rows.add(new Row(label, total.isPresent() ? perSecond(total.getAsDouble()) : "missing", NONE,
+                    NONE, NONE, NONE));
+                continue;
+            }
+            final double wanted = 3.5 * n / 4;
+            final boolean applies = n == 4 ? cores >= 4 : cores < 4 && n <= cores;
+            final String target = n == 4 ? "≥ 3.50× 1 secondary (≥ 4 cores)" :
+                applies ? "≥ " + ratio(wanted) + " 1 secondary (" + cores + " cores: 3.5/4 per core)" : NONE;
+            if (total.isEmpty() || one.isEmpty())
+            {
+                rows.add(new Row(label, total.isPresent() ? perSecond(total.getAsDouble()) : "missing",
+                    one.isPresent() ? "1 secondary: " + perSecond(one.getAsDouble()) : "missing", NONE, target,
+                    applies ? NO + " (missing)" : notApplicable(n)));
+                continue;
+            }
+            final double r = total.getAsDouble() / one.getAsDouble();
+            rows.add(new Row(label, perSecond(total.getAsDouble()), "1 secondary: " + perSecond(one.getAsDouble()),
+                ratio(r), target, applies ? yesNo(r >= wanted) : notApplicable(n)));
+        }
+        final OptionalDouble writerRate = value("multi", "writer.rate");
+        final String writer = writerRate.isPresent() ?
+            String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
+        for (final int n : PROCESS_COUNTS)
+        {
+            final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
+                ", writer allocating+creating+freeing 100/s" + writer;
+            final OptionalDouble with = value("multi", "lookups." + n + ".writer.total");
+            final OptionalDouble without = value("multi", "lookups." + n + ".total");
+            if (with.isEmpty() || without.isEmpty())
+            {
+                rows.add(new Row(label, with.isPresent() ? perSecond(with.getAsDouble()) : "missing",
+                    without.isPresent() ? "no writer: " + perSecond(without.getAsDouble()) : "missing", NONE,
+                    "≥ 0.80× without", NO + " (missing)"));
+                continue;
+            }
+            final double r = with.getAsDouble() / without.getAsDouble();
+            rows.add(new Row(label, perSecond(with.getAsDouble()), "no writer: " + perSecond(without.getAsDouble()),
+                ratio(r), "≥ 0.80× without", yesNo(r >= 0.8)));
+        }
+        return rows;
+    }
+
+    private String notApplicable(final int n)
+    {
+        return n == 4 && cores < 4 ? "n/a (" + cores + " cores)" : NONE;
+    }
+
+    private String perProcess(final String prefix)
+    {
+        final List<String> values = new ArrayList<>();
+        for (int i = 0; ; i++)
+        {
+            final OptionalDouble v = value("multi", prefix + ".proc" + i);
+            if (v.isEmpty())
+            {
+                break;
+            }
+            values.add(perSecond(v.getAsDouble()));
+        }
+        return values.size() > 1 ? " (each: " + String.join(", ", values) + ")" : "";
+    }
+
+    private Row createRoundTrip(final String label, final String prefix, final double maxRatio)
+    {
+        final OptionalDouble p50 = value("multi", prefix + ".p50");
+        final OptionalDouble c50 = value("c", "pingpong.p50");
+        final String target = maxRatio > 0 ? "p50 ≤ " + ratio(maxRatio) + " C ping-pong" : NONE;
+        final String java = p50.isPresent() ? percentiles("multi", prefix) : "missing";
+        final String c = c50.isPresent() ? "ping-pong " + percentiles("c", "pingpong") : "missing";
+        if (p50.isEmpty() || c50.isEmpty())
+        {
+            return new Row(label, java, c, NONE, target, maxRatio > 0 ? NO + " (missing)" : NONE);
+        }
+        final double r = p50.getAsDouble() / c50.getAsDouble();
+        return new Row(label, java, c, ratio(r) + " (p50)", target, maxRatio > 0 ? yesNo(r <= maxRatio) : NONE);
+    }
+
+    private String percentiles(final String source, final String prefix)
+    {
+        return "p50 " + micros(value(source, prefix + ".p50")) + " / p99 " + micros(value(source, prefix + ".p99")) +
+            " / p99.9 " + micros(value(source, prefix + ".p999")) + " µs";
+    }
+
+    private OptionalDouble value(final String source, final String row)
+    {
+        final Result result = results.get(source + ":" + row);
+        return null == result || Double.isNaN(result.value()) ? OptionalDouble.empty() :
+            OptionalDouble.of(result.value());
+    }
+
+    static String yesNo(final boolean met)
+    {
+        return met ? YES : NO;
+    }
+
+    static String count(final int n)
+    {
+        return String.format(Locale.ROOT, "%,d", n);
+    }
+
+    static String ratio(final double r)
+    {
+        return String.format(Locale.ROOT, "%.2f×", r);
+    }
+
+    static String ns(final double ns)
+    {
+        if (ns < 10)
+        {
+            return String.format(Locale.ROOT, "%.2f ns", ns);
+        }
+        return ns < 100 ? String.format(Locale.ROOT, "%.1f ns", ns) : String.format(Locale.ROOT, "%.0f ns", ns);
+    }
+
+    static String micros(final OptionalDouble us)
+    {
+        if (us.isEmpty())
+        {
+            return "?";
+        }
+        final double v = us.getAsDouble();
+        return v < 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.0f", v);
+    }
+
+    static String perSecond(final double rate)
+    {
+        return rate >= 1e6 ? String.format(Locale.ROOT, "%.1f M/s", rate / 1e6) :
+            String.format(Locale.ROOT, "%.0f k/s", rate / 1e3);
+    }
+}

@@ -1,0 +1,316 @@
+package io.mrd.cli;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileSnapshot;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.sys.Sizes;
+import org.agrona.concurrent.errors.ErrorLogReader;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code mrd dump}: everything the control file holds, read in one consistent snapshot without asking the
+ * daemon, as text, JSON or an address map.
+ */
+@Command(
+    name = "dump",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Print what the control file holds: memory, MRs, global cache, clients.",
+        "",
+        "The daemon header, the memory lists with their allocated ranges and owners,",
+        "every MR with its chunks, the global cache and the clients. Reads the control",
+        "file only (no socket), under the seqlock, so it works while the daemon is",
+        "busy and after it died. --map draws each list instead, one character per",
+        "segment; --errors adds the daemon's error log."
+    },
+    footer = {
+        "",
+        "Examples:",
+        "  mrd dump --dir /tmp/mrd               the whole picture as text",
+        "  mrd dump --dir /tmp/mrd --map         what is free, allocated, registered",
+        "  mrd dump --dir /tmp/mrd --json | jq -r '.mrs[] | .lkey'",
+        "  mrd dump --file /var/tmp/saved.ctl --errors   a copy, with its error log",
+        "",
+        "Exit codes: 0 printed, 1 no readable control file, 2 bad command line."
+    })
+public final class DumpCommand implements Callable<Integer>
+{
+    /** Lines of each error's stack trace the text dump shows. */
+    static final int ERROR_LINES = 12;
+
+    @Mixin
+    ControlFileOption controlFileOption;
+
+    @Option(names = "--json", description = "Print JSON with stable keys (addresses as \"0x...\" strings).")
+    boolean json;
+
+    @Option(names = "--map", description = "Draw each memory list's address space instead of listing everything.")
+    boolean map;
+
+    @Option(names = "--errors", description = "Add the daemon's error log (distinct errors with counts and times).")
+    boolean errors;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public Integer call() throws IOException
+    {
+        if (json && map)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--map draws text and --json prints data: choose one");
+        }
+        final PrintWriter out = spec.commandLine().getOut();
+        try (ControlFile ctl = controlFileOption.open())
+        {
+            final ControlFileSnapshot snapshot = ControlFileSnapshot.read(ctl);
+            final List<DumpJson.ErrorEntry> errorLog = errors ? readErrors(ctl) : null;
+            if (json)
+            {
+                out.println(DumpJson.MAPPER.writeValueAsString(DumpJson.build(snapshot, errorLog)));
+            }
+            else
+            {
+                printHeader(out, snapshot);
+                if (map)
+                {
+                    out.println();
+                    AddressMap.render(snapshot).forEach(out::println);
+                }
+                else
+                {
+                    printLists(out, snapshot);
+                    printMrs(out, snapshot);
+                    printCache(out, snapshot);
+                    printClients(out, snapshot);
+                }
+                if (null != errorLog)
+                {
+                    printErrors(out, errorLog);
+                }
+            }
+            out.flush();
+            return 0;
+        }
+    }
+
+    static List<DumpJson.ErrorEntry> readErrors(final ControlFile ctl)
+    {
+        final List<DumpJson.ErrorEntry> entries = new ArrayList<>();
+        ErrorLogReader.read(ctl.errorLogBuffer(), (count, first, last, exception) ->
+            entries.add(new DumpJson.ErrorEntry(count, first, last, exception)));
+        return entries;
+    }
+
+    static void printHeader(final PrintWriter out, final ControlFileSnapshot s)
+    {
+        final ControlFileSnapshot.Header h = s.header();
+        out.println("control file  " + describePath(s.path()) + " (" + (h.hugepageBacked() ? "hugetlbfs" : "tmpfs") +
+            ", " + size(h.fileLength()) + ", layout " + h.layoutVersion() + ")");
+        out.println("daemon        pid " + h.pid() + ", epoch " + Sizes.hex(h.epoch()) + ", started " +
+            Instant.ofEpochMilli(h.startTimeMs()) + " (up " +
+            StatusCommand.formatDuration(s.takenMs() - h.startTimeMs()) + ")");
+        out.println("heartbeat     " + heartbeat(s));
+        out.println("provider      " + h.provider() + ", devGen " + h.devGen() + ", seqlock " + h.seq() +
+            (s.consistent() ? "" : " (HELD FOR WRITING: this dump may be torn)"));
+        final long capacity = s.lists().stream().mapToLong(l -> (long)l.segmentCount() * l.segmentSize()).sum();
+        final long allocated = s.lists().stream().mapToLong(l -> (long)l.allocatedSegments() * l.segmentSize()).sum();
+        out.println("memory        base " + Sizes.hex(h.baseVirtaddr()) + ", " + plural(s.lists().size(), "list") + " of " +
+            s.layout().segmentsPerList() + " segments of " + Sizes.format(h.segmentSize()) + ", " +
+            Sizes.format(allocated) + " allocated of " + Sizes.format(capacity));
+        if (h.externalLength() > 0)
+        {
+            out.println("external      window " + range(h.externalBase(), h.externalBase() + h.externalLength()) +
+                " (" + Sizes.format(h.externalLength()) + ")");
+        }
+    }
+
+    static String heartbeat(final ControlFileSnapshot s)
+    {
+        final long age = s.heartbeatAgeMs();
+        if (age < 0)
+        {
+            return "closed: the daemon shut down cleanly";
+        }
+        return age + " ms ago" + (s.alive(ControlFileSnapshot.STALE_HEARTBEAT_INTERVALS) ? "" :
+            ": NOT RESPONDING (more than " + ControlFileSnapshot.STALE_HEARTBEAT_INTERVALS +
+                " heartbeat intervals): the daemon is stuck or dead");
+    }
+
+    private static String describePath(final Path path)
+    {
+        if (Files.isSymbolicLink(path))
+        {
+            try
+            {
+                return path + " -> " + Files.readSymbolicLink(path);
+            }
+            catch (final IOException ex)
+            {
+                return path.toString();
+            }
+        }
+        return path.toString();
+    }
+
+    private static void printLists(final PrintWriter out, final ControlFileSnapshot s)
+    {
+        out.println();
+        out.println("memory lists");
+        for (final ControlFileSnapshot.MemsegList list : s.lists())
+        {
+            out.println("  list " + list.index() + "  " + range(list.baseVa(), list.endVa()) + "  " +
+                list.segmentCount() + " x " + Sizes.format(list.segmentSize()) + ", " + list.allocatedSegments() +
+                " allocated, backing " + list.backingPath() + " (" + (list.hugetlbfs() ? "hugetlbfs" : "tmpfs") + ")");
+            final List<ControlFileSnapshot.Allocated> allocations = list.allocations();
+            if (allocations.isEmpty())
+            {
+                out.println("    nothing allocated");
+            }
+            for (final ControlFileSnapshot.Allocated a : allocations)
+            {
+                out.printf("    %s %8s  segments %s  owner %s%n", range(a.start(), a.end()),
+                    Sizes.format(a.end() - a.start()), segments(a.firstSegment(), a.segmentCount()),
+                    owner(s, a.owner()));
+            }
+        }
+    }
+
+    private static void printMrs(final PrintWriter out, final ControlFileSnapshot s)
+    {
+        out.println();
+        final long active = s.mrs().stream().filter(ControlFileSnapshot.Mr::active).count();
+        out.println("MRs: " + active + " ACTIVE, " + (s.mrs().size() - active) + " DETACHED (" +
+            s.layout().mrCapacity() + " slots, high-water " + s.header().mrHighWater() + ")");
+        for (final ControlFileSnapshot.Mr mr : s.mrs())
+        {
+            final String where = mr.external() ? "external" :
+                "list " + mr.listIndex() + " segments " + segments(mr.msBaseIdx(), mr.msBmpN()) + ", msN " +
+                    mr.msN() + "/" + mr.msBmpN();
+            out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s%n", mr.index(), mr.stateName(),
+                DumpJson.key(mr.lkey()), DumpJson.key(mr.rkey()), range(mr.start(), mr.end()),
+                size(mr.length()), where, owner(s, mr.owner()));
+            for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
+            {
+                out.printf("      chunk %s %8s%n", range(chunk.start(), chunk.end()),
+                    size(chunk.end() - chunk.start()));
+            }
+            if (mr.chunks().isEmpty())
+            {
+                out.println("      no live chunk: waits for garbage collection");
+            }
+        }
+    }
+
+    private static void printCache(final PrintWriter out, final ControlFileSnapshot s)
+    {
+        out.println();
+        final ControlFileSnapshot.Cache cache = s.cache();
+        out.println("global cache: " + cache.entries().size() + " entries (len " + cache.len() + " with the sentinel, " +
+            "capacity " + cache.capacity() + "), " + (cache.overflow() ?
+                "OVERFLOW: lookups scan the MR table until a rebuild fits" : "no overflow"));
+        for (final ControlFileSnapshot.CacheEntry e : cache.entries())
+        {
+            out.printf("  %6d  %s %8s  lkey %-10s MR %d%n", e.index(), range(e.start(), e.end()),
+                size(e.end() - e.start()), DumpJson.key(e.lkey()), e.mr());
+        }
+    }
+
+    private static void printClients(final PrintWriter out, final ControlFileSnapshot s)
+    {
+        out.println();
+        out.println("clients: " + s.clients().size() + " connected");
+        for (final ControlFileSnapshot.Client c : s.clients())
+        {
+            out.printf("  client %-4d pid %-8d uid %-6d gid %-6d %-20s connected %s ago%n", c.id(), c.pid(), c.uid(),
+                c.gid(), c.name().isEmpty() ? "-" : c.name(),
+                StatusCommand.formatDuration(s.takenMs() - c.connectedMs()));
+        }
+    }
+
+    private static void printErrors(final PrintWriter out, final List<DumpJson.ErrorEntry> errors)
+    {
+        out.println();
+        out.println("error log: " + plural(errors.size(), "distinct error"));
+        for (final DumpJson.ErrorEntry e : errors)
+        {
+            out.println("  " + e.count() + " x, first " + Instant.ofEpochMilli(e.firstMs()) + ", last " +
+                Instant.ofEpochMilli(e.lastMs()));
+            final String[] lines = e.exception().split("\n");
+            for (int i = 0; i < Math.min(lines.length, ERROR_LINES); i++)
+            {
+                out.println("    " + lines[i].stripTrailing());
+            }
+            if (lines.length > ERROR_LINES)
+            {
+                out.println("    ... " + (lines.length - ERROR_LINES) + " more lines (all of them with --json)");
+            }
+        }
+    }
+
+    /**
+     * @return the size exactly when it is a whole number of a binary unit, else to one decimal.
+     */
+    static String size(final long bytes)
+    {
+        final String exact = Sizes.format(bytes);
+        if (exact.endsWith("iB") || Math.abs(bytes) < Sizes.KIB)
+        {
+            return exact;
+        }
+        final String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double value = bytes;
+        int unit = -1;
+        while (unit + 1 < units.length && Math.abs(value) >= 1024)
+        {
+            value /= 1024;
+            unit++;
+        }
+        return String.format(java.util.Locale.ROOT, "%.1f%s", value, units[unit]);
+    }
+
+    static String plural(final long count, final String noun)
+    {
+        return count + " " + noun + (count == 1 ? "" : "s");
+    }
+
+    static String range(final long start, final long end)
+    {
+        return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
+    }
+
+    static String segments(final int first, final int count)
+    {
+        return count == 1 ? String.valueOf(first) : first + "-" + (first + count - 1);
+    }
+
+    /**
+     * @return who an owner id is: the daemon, or a client with its name and pid when it is connected.
+     */
+    static String owner(final ControlFileSnapshot s, final int owner)
+    {
+        if (owner == MemsegListDescriptor.OWNER_DAEMON)
+        {
+            return "daemon";
+        }
+        if (owner == 0)
+        {
+            return "daemon (0)";
+        }
+        final ControlFileSnapshot.Client client = s.client(owner);
+        return null == client ? "client " + owner :
+            "client " + owner + " (" + (client.name().isEmpty() ? "" : client.name() + ", ") + "pid " + client.pid() + ")";
+    }
+}

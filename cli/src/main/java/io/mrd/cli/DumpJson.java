@@ -1,0 +1,167 @@
+package io.mrd.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mrd.layout.ControlFileSnapshot;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.sys.Sizes;
+
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * {@code mrd dump --json}: the snapshot as a JSON document whose keys are stable (scripts and tests parse
+ * them). Addresses, keys and the epoch are {@code "0x…"} strings (64-bit values do not survive a JSON number
+ * in every reader); counts, indices, ids and pids are numbers.
+ * <pre>
+ * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, ...}
+ * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, ...}], ...}]
+ * mrs         [{index, state, lkey, rkey, start, end, msN, external, chunks [{start, end}], ...}]
+ * cache       {len, capacity, overflow, entries [{start, end, lkey, mr}]}
+ * clients     [{id, pid, uid, ...}]
+ * </pre>
+ * {@code cache.len} and {@code cache.capacity} count the sentinel entry 0 as the header does; {@code entries}
+ * leaves it out, so it has {@code len - 1} elements. {@code heartbeatAgeMs} is -1 after a clean shutdown.
+ */
+final class DumpJson
+{
+    static final ObjectMapper MAPPER = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    private DumpJson()
+    {
+    }
+
+    /**
+     * One error-log entry, as {@code ErrorLogReader} gives it.
+     */
+    record ErrorEntry(int count, long firstMs, long lastMs, String exception)
+    {
+    }
+
+    static ObjectNode build(final ControlFileSnapshot snapshot, final List<ErrorEntry> errors)
+    {
+        final ObjectNode root = MAPPER.createObjectNode();
+        final ControlFileSnapshot.Header h = snapshot.header();
+
+        final ObjectNode daemon = root.putObject("daemon");
+        daemon.put("pid", h.pid());
+        daemon.put("epoch", Sizes.hex(h.epoch()));
+        daemon.put("devGen", h.devGen());
+        daemon.put("heartbeatAgeMs", snapshot.heartbeatAgeMs());
+        daemon.put("provider", h.provider());
+        daemon.put("startTime", Instant.ofEpochMilli(h.startTimeMs()).toString());
+        daemon.put("layoutVersion", h.layoutVersion());
+        daemon.put("controlFile", snapshot.path().toString());
+        daemon.put("hugepageBacked", h.hugepageBacked());
+        daemon.put("baseVirtaddr", Sizes.hex(h.baseVirtaddr()));
+        daemon.put("segmentSize", h.segmentSize());
+        daemon.put("seq", h.seq());
+        daemon.put("consistent", snapshot.consistent());
+
+        final ArrayNode lists = root.putArray("memsegLists");
+        for (final ControlFileSnapshot.MemsegList list : snapshot.lists())
+        {
+            final ObjectNode node = lists.addObject();
+            node.put("index", list.index());
+            node.put("baseVa", Sizes.hex(list.baseVa()));
+            node.put("segmentSize", list.segmentSize());
+            node.put("segments", list.segmentCount());
+            node.put("allocatedSegments", list.allocatedSegments());
+            node.put("backingPath", list.backingPath());
+            node.put("hugetlbfs", list.hugetlbfs());
+            final ArrayNode allocated = node.putArray("allocated");
+            for (final ControlFileSnapshot.Allocated range : list.allocations())
+            {
+                final ObjectNode a = allocated.addObject();
+                a.put("start", Sizes.hex(range.start()));
+                a.put("end", Sizes.hex(range.end()));
+                a.put("owner", range.owner());
+                a.put("firstSegment", range.firstSegment());
+                a.put("segments", range.segmentCount());
+            }
+        }
+
+        final ArrayNode mrs = root.putArray("mrs");
+        for (final ControlFileSnapshot.Mr mr : snapshot.mrs())
+        {
+            final ObjectNode node = mrs.addObject();
+            node.put("index", mr.index());
+            node.put("state", mr.stateName());
+            node.put("lkey", key(mr.lkey()));
+            node.put("rkey", key(mr.rkey()));
+            node.put("start", Sizes.hex(mr.start()));
+            node.put("end", Sizes.hex(mr.end()));
+            node.put("msN", mr.msN());
+            node.put("external", mr.external());
+            node.put("listIndex", mr.listIndex());
+            node.put("msBaseIdx", mr.msBaseIdx());
+            node.put("msBmpN", mr.msBmpN());
+            node.put("owner", mr.owner());
+            node.put("created", Instant.ofEpochMilli(mr.createdMs()).toString());
+            final ArrayNode chunks = node.putArray("chunks");
+            for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
+            {
+                final ObjectNode c = chunks.addObject();
+                c.put("start", Sizes.hex(chunk.start()));
+                c.put("end", Sizes.hex(chunk.end()));
+            }
+        }
+
+        final ControlFileSnapshot.Cache cache = snapshot.cache();
+        final ObjectNode cacheNode = root.putObject("cache");
+        cacheNode.put("len", cache.len());
+        cacheNode.put("capacity", cache.capacity());
+        cacheNode.put("overflow", cache.overflow());
+        final ArrayNode entries = cacheNode.putArray("entries");
+        for (final ControlFileSnapshot.CacheEntry entry : cache.entries())
+        {
+            final ObjectNode e = entries.addObject();
+            e.put("start", Sizes.hex(entry.start()));
+            e.put("end", Sizes.hex(entry.end()));
+            e.put("lkey", key(entry.lkey()));
+            e.put("mr", entry.mr());
+        }
+
+        final ArrayNode clients = root.putArray("clients");
+        for (final ControlFileSnapshot.Client client : snapshot.clients())
+        {
+            final ObjectNode c = clients.addObject();
+            c.put("id", client.id());
+            c.put("pid", client.pid());
+            c.put("uid", client.uid());
+            c.put("gid", client.gid());
+            c.put("name", client.name());
+            c.put("connected", Instant.ofEpochMilli(client.connectedMs()).toString());
+        }
+
+        final ObjectNode counters = root.putObject("counters");
+        for (final MrdCounter counter : MrdCounter.values())
+        {
+            if (snapshot.counters().containsKey(counter))
+            {
+                counters.put(counter.metricName(), snapshot.counter(counter));
+            }
+        }
+
+        if (null != errors)
+        {
+            final ArrayNode errorNodes = root.putArray("errors");
+            for (final ErrorEntry error : errors)
+            {
+                final ObjectNode e = errorNodes.addObject();
+                e.put("count", error.count());
+                e.put("first", Instant.ofEpochMilli(error.firstMs()).toString());
+                e.put("last", Instant.ofEpochMilli(error.lastMs()).toString());
+                e.put("exception", error.exception());
+            }
+        }
+        return root;
+    }
+
+    static String key(final int key)
+    {
+        return Sizes.hex(key & 0xFFFF_FFFFL);
+    }
+}

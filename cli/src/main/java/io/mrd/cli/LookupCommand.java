@@ -1,0 +1,98 @@
+package io.mrd.cli;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileSnapshot;
+import io.mrd.layout.GlobalCacheReader;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.sys.Sizes;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Parameters;
+
+import java.io.PrintWriter;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code mrd lookup ADDR}: what a secondary gets for an address from the global cache, through the same
+ * {@link GlobalCacheReader} it uses.
+ */
+@Command(
+    name = "lookup",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Show what a secondary gets for an address: its MR, range and lkey.",
+        "",
+        "Looks the address up in the global MR cache exactly as a secondary does",
+        "(seqlock read of the control file; the MR table scan when the cache",
+        "overflowed) and print the MR, its chunk and its lkey, or why the address",
+        "is not registered. Nothing is created: a worker's first lookup of an",
+        "address creates its MR, this command never does."
+    },
+    footer = {
+        "",
+        "Examples:",
+        "  mrd lookup --dir /tmp/mrd 0x100000201000",
+        "    0x100000201000 -> MR 3 [0x100000200000, 0x100000600000) lkey 0x103",
+        "  mrd lookup --dir /tmp/mrd 0x100000201000 || echo 'not registered yet'",
+        "",
+        "Exit codes: 0 registered, 1 not registered or no readable control file,",
+        "2 bad command line."
+    })
+public final class LookupCommand implements Callable<Integer>
+{
+    @Mixin
+    ControlFileOption controlFileOption;
+
+    @Parameters(index = "0", paramLabel = "ADDR", converter = SizeConverter.Address.class,
+        description = "The address, hex (0x100000200000) or decimal.")
+    long address;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    public Integer call()
+    {
+        final PrintWriter out = spec.commandLine().getOut();
+        try (ControlFile ctl = controlFileOption.open())
+        {
+            final MrEntry entry = new MrEntry();
+            final boolean overflow = ctl.header().cacheOverflow();
+            if (new GlobalCacheReader(ctl).lookup(address, entry))
+            {
+                out.println(Sizes.hex(address) + " -> MR " + entry.mr + " " + DumpCommand.range(entry.start, entry.end) +
+                    " lkey " + DumpJson.key(entry.lkey) + (overflow ? " (cache overflowed: found in the MR table)" : ""));
+                out.flush();
+                return 0;
+            }
+            out.println(Sizes.hex(address) + " not registered: " + why(ControlFileSnapshot.read(ctl), address));
+            out.flush();
+            return Mrd.EXIT_FAILURE;
+        }
+    }
+
+    /**
+     * @return what the address is, when no MR covers it.
+     */
+    static String why(final ControlFileSnapshot s, final long address)
+    {
+        for (final ControlFileSnapshot.MemsegList list : s.lists())
+        {
+            final int segment = list.segmentOf(address);
+            if (segment < 0)
+            {
+                continue;
+            }
+            final String where = "segment " + segment + " of list " + list.index();
+            if (!list.isAllocated(segment))
+            {
+                return where + " is free: nothing is allocated there";
+            }
+            return where + " is allocated to " + DumpCommand.owner(s, list.owners()[segment]) +
+                " but no MR covers it yet: a worker's first lkey lookup there creates one";
+        }
+        final long base = s.lists().isEmpty() ? 0 : s.lists().getFirst().baseVa();
+        final long end = s.lists().isEmpty() ? 0 : s.lists().getLast().endVa();
+        return "outside the memory lists " + DumpCommand.range(base, end) + " and every registered external range";
+    }
+}

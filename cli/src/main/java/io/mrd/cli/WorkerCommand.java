@@ -1,0 +1,619 @@
+package io.mrd.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.GlobalCacheReader;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.DaemonDeadException;
+import io.mrd.secondary.MrCache;
+import io.mrd.secondary.MrdClient;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.StampedLock;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * {@code mrd worker}: a secondary JVM worker that allocates memory from the daemon, looks up the lkeys of
+ * random buffers in it from several threads (each with its own {@link MrCache}), optionally frees and
+ * re-allocates parts of it while they do, checks a sample of the answers against the global cache, and prints
+ * one JSON line of results.
+ */
+@Command(
+    name = "worker",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Run a secondary worker against a running daemon: attach, allocate SIZE as 8",
+        "parts, then look up the lkeys of random buffers in them from T threads, each",
+        "with its own per-queue cache. With --free-every K, thread 0 frees one part",
+        "and allocates it again every K of its lookups (its buffers move), so every",
+        "thread's cache flushes on the daemon's devGen. One lookup in every 1024 is",
+        "checked against the global cache in the control file; a mismatch or a failed",
+        "lookup is an error (the first few are printed).",
+        "Progress goes to stderr; the last line on stdout is one JSON object with",
+        "lookups, nsPerLookup (per thread), createRequests, globalHits, localHits",
+        "(topHits + bottomHits), flushes, errors, frees, threads, seconds, ...",
+        "Exit status 0 when errors is 0, else 1."
+    },
+    footer = {
+        "",
+        "Examples:",
+        "  mrd worker --dir /tmp/mrd --alloc 256MiB --buffers 4096 --lookups 5000000",
+        "  mrd worker --dir /tmp/mrd --alloc 64MiB --buffers 1024 --lookups 2000000 \\",
+        "             --threads 2 --free-every 100000"
+    })
+public final class WorkerCommand implements Callable<Integer>
+{
+    /** Parts the allocation is split into, so that one can be freed while the others stay. */
+    static final int PARTS = 8;
+    /** Smallest buffer. */
+    static final long MIN_BUFFER_LENGTH = 64;
+    /** Allocation granularity of the daemon: parts are whole segments. */
+    static final long SEGMENT = 2 * Sizes.MIB;
+    /** Failures printed in full; the rest are only counted. */
+    private static final int ERRORS_PRINTED = 5;
+
+    @Mixin
+    DirOption dirOption;
+
+    @Option(names = "--alloc", paramLabel = "SIZE", required = true, converter = SizeConverter.class,
+        description = "Memory to allocate, e.g. 256MiB: 8 parts of SIZE/8 rounded up to 2MiB.")
+    long alloc;
+
+    @Option(names = "--buffers", paramLabel = "N", defaultValue = "4096",
+        description = "Buffers spread over the parts, each (part size)/(N/8) bytes, at least 64 " +
+            "(default: ${DEFAULT-VALUE}).")
+    int buffers;
+
+    @Option(names = "--lookups", paramLabel = "L", defaultValue = "1000000",
+        description = "Lookups in total, shared by the threads (default: ${DEFAULT-VALUE}).")
+    long lookups;
+
+    @Option(names = "--threads", paramLabel = "T", defaultValue = "1",
+        description = "Threads, each with its own cache (default: ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--free-every", paramLabel = "K", defaultValue = "0",
+        description = "Thread 0 frees and re-allocates one part every K of its lookups (default: 0 = never).")
+    long freeEvery;
+
+    @Option(names = "--verify-every", paramLabel = "V", defaultValue = "1024",
+        description = "Check one lkey in every V against the global cache (default: ${DEFAULT-VALUE}).")
+    int verifyEvery;
+
+    @Option(names = "--warmup", paramLabel = "W", defaultValue = "500000",
+        description = "Lookups each thread does before the clock starts, so the JIT has compiled the path; " +
+            "not in 'lookups', but in the cache counters (default: ${DEFAULT-VALUE}).")
+    long warmup;
+
+    @Option(names = "--name", paramLabel = "NAME", description = "This client's name in the daemon (default: worker-<pid>).")
+    String name;
+
+    @Option(names = "--seed", paramLabel = "S", description = "Seed of the random buffer choice (default: random).")
+    Long seed;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    private final AtomicInteger errorsPrinted = new AtomicInteger();
+    private volatile boolean abort;
+
+    public Integer call() throws JsonProcessingException
+    {
+        final Geometry geometry = geometry();
+        final PrintWriter err = spec.commandLine().getErr();
+        final Path dir = dirOption.resolve();
+        final long runSeed = null != seed ? seed : System.nanoTime();
+        final MrdClient.Context context = new MrdClient.Context().dir(dir)
+            .name(null != name ? name : "worker-" + ProcessHandle.current().pid());
+
+        try (MrdClient client = MrdClient.attach(context);
+            ControlFile verifierFile = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
+        {
+            final Part[] parts = new Part[PARTS];
+            for (int i = 0; i < PARTS; i++)
+            {
+                parts[i] = new Part(client.allocate(geometry.partLength));
+                parts[i].touch();
+            }
+            err.printf("mrd worker: client %d of daemon pid %d in %s: %d parts of %s at %s.., %d buffers of %d bytes, " +
+                "%d threads, %d lookups after %d warm-up lookups per thread%s%n", client.clientId(), client.daemonPid(),
+                dir, PARTS, Sizes.format(geometry.partLength), Sizes.hex(parts[0].address), buffers,
+                geometry.bufferLength, threads, lookups, warmup, freeEvery > 0 ? ", free every " + freeEvery : "");
+            err.flush();
+
+            final Runner[] runners = new Runner[threads];
+            final Thread[] workers = new Thread[threads];
+            for (int t = 0; t < threads; t++)
+            {
+                final long quota = lookups / threads + (t < lookups % threads ? 1 : 0);
+                runners[t] = new Runner(t, quota, client, geometry, parts, new GlobalCacheReader(verifierFile),
+                    new SplittableRandom(runSeed + t), err);
+                workers[t] = new Thread(runners[t], "mrd-worker-" + t);
+            }
+            for (final Thread worker : workers)
+            {
+                worker.start();
+            }
+            awaitAll(workers, runners, err);
+            long timedStart = Long.MAX_VALUE;
+            long end = Long.MIN_VALUE;
+            for (final Runner runner : runners)
+            {
+                timedStart = Math.min(timedStart, runner.timedStartNs);
+                end = Math.max(end, runner.endNs);
+            }
+            final long elapsed = Math.max(0, end - timedStart);
+
+            final Map<String, Object> result = summarize(runners, elapsed, geometry, client);
+            for (final Part part : parts)
+            {
+                freeQuietly(client, part, err);
+            }
+            err.printf("mrd worker: done: %d lookups in %.2f s, %s ns per lookup per thread, %d errors%n",
+                result.get("lookups"), elapsed / 1e9, result.get("nsPerLookup"), result.get("errors"));
+            err.flush();
+            final PrintWriter out = spec.commandLine().getOut();
+            out.println(new ObjectMapper().writeValueAsString(result));
+            out.flush();
+            return ((Long)result.get("errors")) == 0 ? 0 : Mrd.EXIT_FAILURE;
+        }
+    }
+
+    /**
+     * Part size, buffers per part and buffer size, from the options.
+     */
+    private Geometry geometry()
+    {
+        final CommandLine commandLine = spec.commandLine();
+        if (alloc <= 0 || buffers < 1 || lookups < 0 || threads < 1 || freeEvery < 0 || verifyEvery < 1 || warmup < 0)
+        {
+            throw new CommandLine.ParameterException(commandLine, "--alloc, --buffers, --threads and --verify-every " +
+                "must be positive, --lookups, --warmup and --free-every not negative (got --alloc " + alloc +
+                ", --buffers " + buffers + ", --threads " + threads + ", --lookups " + lookups + ", --free-every " +
+                freeEvery + ", --verify-every " + verifyEvery + ")");
+        }
+        final long partLength = Sizes.alignUp((alloc + PARTS - 1) / PARTS, SEGMENT);
+        final long perPart = (buffers + PARTS - 1) / PARTS;
+        final long bufferLength = Sizes.alignDown(partLength / perPart, MIN_BUFFER_LENGTH);
+        if (bufferLength < MIN_BUFFER_LENGTH)
+        {
+            throw new CommandLine.ParameterException(commandLine, "--buffers " + buffers + " is too many for --alloc " +
+                Sizes.format(alloc) + ": parts of " + Sizes.format(partLength) + " hold at most " +
+                partLength / MIN_BUFFER_LENGTH + " buffers of " + MIN_BUFFER_LENGTH + " bytes each");
+        }
+        return new Geometry(partLength, bufferLength);
+    }
+
+    private void awaitAll(final Thread[] workers, final Runner[] runners, final PrintWriter err)
+    {
+        long lastReport = System.nanoTime();
+        for (final Thread worker : workers)
+        {
+            while (worker.isAlive())
+            {
+                try
+                {
+                    worker.join(200);
+                }
+                catch (final InterruptedException ex)
+                {
+                    abort = true;
+                    Thread.currentThread().interrupt();
+                }
+                if (System.nanoTime() - lastReport >= 1_000_000_000L && worker.isAlive())
+                {
+                    lastReport = System.nanoTime();
+                    long done = 0;
+                    long errors = 0;
+                    for (final Runner runner : runners)
+                    {
+                        done += runner.progress.get();
+                        errors += runner.errorCount.get();
+                    }
+                    err.printf("mrd worker: %d/%d lookups (%d%%), %d errors%n", done, lookups,
+                        lookups == 0 ? 100 : done * 100 / lookups, errors);
+                    err.flush();
+                }
+            }
+        }
+    }
+
+    private Map<String, Object> summarize(
+        final Runner[] runners, final long elapsedNs, final Geometry geometry, final MrdClient client)
+    {
+        long done = 0;
+        long busyNs = 0;
+        long topHits = 0;
+        long bottomHits = 0;
+        long globalHits = 0;
+        long createRequests = 0;
+        long flushes = 0;
+        long errors = 0;
+        long mismatches = 0;
+        long verified = 0;
+        long frees = 0;
+        long warmedUp = 0;
+        for (final Runner runner : runners)
+        {
+            done += runner.done;
+            warmedUp += runner.warmedUp;
+            busyNs += runner.busyNs;
+            topHits += runner.cache.topHits();
+            bottomHits += runner.cache.bottomHits();
+            globalHits += runner.cache.globalHits();
+            createRequests += runner.cache.createRequests();
+            flushes += runner.cache.flushes();
+            errors += runner.errorCount.get();
+            mismatches += runner.mismatches;
+            verified += runner.verified;
+            frees += runner.frees;
+        }
+        final Map<String, Object> result = new LinkedHashMap<>();
+        result.put("lookups", done);
+        result.put("nsPerLookup", done == 0 ? 0.0 : Math.round(busyNs * 100.0 / done) / 100.0);
+        result.put("createRequests", createRequests);
+        result.put("globalHits", globalHits);
+        result.put("localHits", topHits + bottomHits);
+        result.put("topHits", topHits);
+        result.put("bottomHits", bottomHits);
+        result.put("flushes", flushes);
+        result.put("errors", errors);
+        result.put("mismatches", mismatches);
+        result.put("verified", verified);
+        result.put("frees", frees);
+        result.put("warmupLookups", warmedUp);
+        result.put("threads", threads);
+        result.put("seconds", Math.round(elapsedNs / 1e6) / 1000.0);
+        result.put("buffers", buffers);
+        result.put("bufferBytes", geometry.bufferLength);
+        result.put("partBytes", geometry.partLength);
+        result.put("clientId", client.clientId());
+        result.put("daemonPid", client.daemonPid());
+        return result;
+    }
+
+    private void freeQuietly(final MrdClient client, final Part part, final PrintWriter err)
+    {
+        if (null == part.segment || client.isBroken())
+        {
+            return;
+        }
+        try
+        {
+            client.free(part.segment);
+        }
+        catch (final MrdException ex)
+        {
+            err.println("mrd worker: could not free part at " + Sizes.hex(part.address) + ": " + ex.oneLine());
+        }
+    }
+
+    /**
+     * Counts a failure, and prints the first few.
+     */
+    void report(final int thread, final String what, final PrintWriter err)
+    {
+        if (errorsPrinted.getAndIncrement() < ERRORS_PRINTED)
+        {
+            synchronized (err)
+            {
+                err.println("mrd worker: thread " + thread + ": " + what);
+                err.flush();
+            }
+        }
+    }
+
+    record Geometry(long partLength, long bufferLength)
+    {
+    }
+
+    /**
+     * One eighth of the memory. Lookup threads read {@link #address} in an optimistic read of {@link #lock} and
+     * drop the result when thread 0 freed and re-allocated the part meanwhile: a lookup of memory being freed
+     * may fail (ENXIO) or be stale, and that is the race, not an error.
+     */
+    static final class Part
+    {
+        final StampedLock lock = new StampedLock();
+        MemorySegment segment;
+        long address;
+
+        Part(final MemorySegment segment)
+        {
+            this.segment = segment;
+            this.address = segment.address();
+        }
+
+        /** Writes the first and last word, so a mapping that is not there faults here and now. */
+        void touch()
+        {
+            segment.set(JAVA_LONG, 0, address);
+            segment.set(JAVA_LONG, segment.byteSize() - Long.BYTES, address);
+        }
+    }
+
+    /**
+     * One lookup thread and its cache.
+     */
+    final class Runner implements Runnable
+    {
+        final int index;
+        final long quota;
+        final MrdClient client;
+        final MrCache cache;
+        final GlobalCacheReader verifier;
+        final Part[] parts;
+        final long partLength;
+        final long bufferLength;
+        final SplittableRandom random;
+        final PrintWriter err;
+        final MrEntry entry = new MrEntry();
+        final AtomicLong progress = new AtomicLong();
+        final AtomicLong errorCount = new AtomicLong();
+        final boolean guarded;
+        final boolean recycles;
+        final int buffers;
+        long warmedUp;
+        long done;
+        long timedStartNs;
+        long endNs;
+        long busyNs;
+        long mismatches;
+        long verified;
+        long frees;
+
+        Runner(
+            final int index,
+            final long quota,
+            final MrdClient client,
+            final Geometry geometry,
+            final Part[] parts,
+            final GlobalCacheReader verifier,
+            final SplittableRandom random,
+            final PrintWriter err)
+        {
+            this.index = index;
+            this.quota = quota;
+            this.client = client;
+            this.cache = client.newCache();
+            this.verifier = verifier;
+            this.parts = parts;
+            this.partLength = geometry.partLength;
+            this.bufferLength = geometry.bufferLength;
+            this.random = random;
+            this.err = err;
+            this.guarded = freeEvery > 0;
+            this.recycles = guarded && index == 0;
+            this.buffers = WorkerCommand.this.buffers;
+        }
+
+        /**
+         * Runs batches of {@link #verifyEvery} lookups: the loop that matters is the tight one inside a batch
+         * (no progress, abort or recycle branches for the JIT to trip over), and each batch's first lookup is
+         * the one verified.
+         */
+        public void run()
+        {
+            final int batch = verifyEvery;
+            while (warmedUp < warmup && !abort)
+            {
+                final int n = (int)Math.min(batch, warmup - warmedUp);
+                warmedUp += guarded ? guardedLookups(n) : lookups(n);
+            }
+            long nextRecycle = recycles ? freeEvery : Long.MAX_VALUE;
+            long recycleNs = 0;
+            final long start = System.nanoTime();
+            timedStartNs = start;
+            while (done < quota && !abort)
+            {
+                if (done >= nextRecycle)
+                {
+                    nextRecycle += freeEvery;
+                    final long before = System.nanoTime();
+                    recycle(parts[random.nextInt(PARTS)]);
+                    recycleNs += System.nanoTime() - before;
+                }
+                final long n = Math.min(Math.min(batch, quota - done), nextRecycle - done);
+                if (lookupAndVerify())
+                {
+                    done++;
+                    done += guarded ? guardedLookups((int)n - 1) : lookups((int)n - 1);
+                }
+                progress.setRelease(done);
+            }
+            endNs = System.nanoTime();
+            busyNs = endNs - start - recycleNs;
+        }
+
+        /**
+         * The datapath: random buffers, their lkeys from the cache.
+         *
+         * @return lookups done ({@code n} unless the run aborts).
+         */
+        private int lookups(final int n)
+        {
+            final MrCache cache = this.cache;
+            final Part[] parts = this.parts;
+            final SplittableRandom random = this.random;
+            final int buffers = this.buffers;
+            final long bufferLength = this.bufferLength;
+            int count = 0;
+            while (count < n)
+            {
+                final int buffer = random.nextInt(buffers);
+                final long address = parts[buffer & (PARTS - 1)].address + (long)(buffer >>> 3) * bufferLength;
+                count++;
+                try
+                {
+                    cache.lkey(address, bufferLength);
+                }
+                catch (final MrdException ex)
+                {
+                    fail(ex, address);
+                    if (abort)
+                    {
+                        break;
+                    }
+                }
+            }
+            return count;
+        }
+
+        /**
+         * The datapath while thread 0 recycles parts: as {@link #lookups}, inside an optimistic read of the
+         * part; a lookup that raced with a recycle is dropped, not counted.
+         */
+        private int guardedLookups(final int n)
+        {
+            int count = 0;
+            while (count < n && !abort)
+            {
+                final int buffer = random.nextInt(buffers);
+                final Part part = parts[buffer & (PARTS - 1)];
+                final long stamp = part.lock.tryOptimisticRead();
+                if (0 == stamp)
+                {
+                    Thread.onSpinWait();
+                    continue;
+                }
+                final long address = part.address + (long)(buffer >>> 3) * bufferLength;
+                try
+                {
+                    cache.lkey(address, bufferLength);
+                    if (part.lock.validate(stamp))
+                    {
+                        count++;
+                    }
+                }
+                catch (final MrdException ex)
+                {
+                    if (part.lock.validate(stamp))
+                    {
+                        count++;
+                        fail(ex, address);
+                    }
+                }
+            }
+            return count;
+        }
+
+        /**
+         * One lookup checked against the global cache read straight from the control file.
+         *
+         * @return true when it counts (false: it raced with a recycle of its part and was dropped).
+         */
+        private boolean lookupAndVerify()
+        {
+            final int buffer = random.nextInt(buffers);
+            final Part part = parts[buffer & (PARTS - 1)];
+            final long stamp = guarded ? part.lock.tryOptimisticRead() : 0;
+            if (guarded && 0 == stamp)
+            {
+                Thread.onSpinWait();
+                return false;
+            }
+            final long address = part.address + (long)(buffer >>> 3) * bufferLength;
+            final int lkey;
+            try
+            {
+                lkey = cache.lkey(address, bufferLength);
+            }
+            catch (final MrdException ex)
+            {
+                if (guarded && !part.lock.validate(stamp))
+                {
+                    return false;
+                }
+                fail(ex, address);
+                return true;
+            }
+            if (guarded && !part.lock.validate(stamp))
+            {
+                return false;
+            }
+            verify(part, stamp, address, lkey);
+            return true;
+        }
+
+        private void verify(final Part part, final long stamp, final long address, final int lkey)
+        {
+            final boolean found;
+            try
+            {
+                found = verifier.lookup(address, entry);
+            }
+            catch (final MrdException ex)
+            {
+                fail(ex, address);
+                return;
+            }
+            if (guarded && !part.lock.validate(stamp))
+            {
+                return;
+            }
+            verified++;
+            if (!found || entry.lkey != lkey || !entry.containsRange(address, bufferLength))
+            {
+                mismatches++;
+                errorCount.incrementAndGet();
+                report(index, "lkey " + Sizes.hex(lkey & 0xFFFF_FFFFL) + " of buffer " + Sizes.hex(address) +
+                    " disagrees with the global cache: " + (found ? entry.toString() : "no entry"), err);
+            }
+        }
+
+        /**
+         * Frees a part and allocates it again; its buffers move to wherever the daemon puts it.
+         */
+        private void recycle(final Part part)
+        {
+            final long stamp = part.lock.writeLock();
+            try
+            {
+                client.free(part.segment);
+                part.segment = null;
+                part.segment = client.allocate(partLength);
+                part.address = part.segment.address();
+                part.touch();
+                frees++;
+            }
+            catch (final MrdException ex)
+            {
+                // Without its part the run cannot go on meaningfully.
+                errorCount.incrementAndGet();
+                report(index, "freeing and re-allocating the part at " + Sizes.hex(part.address) + " failed: " +
+                    ex.oneLine() + "; stopping", err);
+                abort = true;
+            }
+            finally
+            {
+                part.lock.unlockWrite(stamp);
+            }
+        }
+
+        private void fail(final MrdException ex, final long address)
+        {
+            errorCount.incrementAndGet();
+            report(index, "lkey(" + Sizes.hex(address) + ", " + bufferLength + "): " + ex.oneLine(), err);
+            if (ex instanceof DaemonDeadException)
+            {
+                abort = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,632 @@
+package io.mrd.primary.server;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.protocol.Frame;
+import io.mrd.layout.protocol.FrameDescriptor;
+import io.mrd.layout.protocol.Message;
+import io.mrd.layout.protocol.MessageType;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.unix.PeerCredentials;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+
+/**
+ * One connection: its peer check, its frames, its requests in flight, and the reclaim of everything it owned
+ * when it closes (DESIGN §7: a closed connection is a dead client).
+ * <p>
+ * <b>Threads.</b> Netty calls the handler methods on the connection's event loop, which owns every field not
+ * marked volatile or atomic. Requests other than HELLO run on the server's workers and write their replies
+ * from there ({@code writeAndFlush} is thread-safe; replies carry their request's correlation id, so their
+ * order does not matter).
+ * <p>
+ * <b>REG_EXTERNAL.</b> The fd cannot travel in the byte stream: Netty reads bytes with {@code read()}, and the
+ * kernel drops the fds of a message read that way. So on REG_EXTERNAL the session stops Netty reading
+ * ({@code autoRead} off), answers {@code SEND_FD} with the request's correlation id, and reads the next message
+ * itself with {@code recvmsg} ({@link UnixRights}), polling on the event loop until it arrives: it must be one
+ * byte carrying exactly one fd. Then Netty reads again and the registration runs on a worker. Anything else
+ * (bytes between REG_EXTERNAL and the fd, a byte without an fd, several fds, nothing within
+ * {@link #FD_TIMEOUT_MS}) is EPROTO and the connection is closed. An fd sent when none is expected is read
+ * by Netty as one stray byte, its fd closed by the kernel: the frame it lands in is malformed, which is
+ * EPROTO too.
+ * <p>
+ * <b>Close.</b> The client's memory is reclaimed once the connection is closed and its last request in flight
+ * has finished, so a request that was allocating when the client died cannot leave memory behind.
+ */
+final class ClientSession extends ChannelInboundHandlerAdapter
+{
+    /** A connection must say HELLO within this. */
+    static final long HELLO_TIMEOUT_MS = 10_000;
+    /** The fd of a REG_EXTERNAL must arrive within this after SEND_FD (the client's request timeout is 5 s). */
+    static final long FD_TIMEOUT_MS = 5_000;
+    /** Requests one connection may have running or queued; more are answered EAGAIN. */
+    static final int MAX_IN_FLIGHT = 256;
+
+    private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
+    private static final long FIRST_FD_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
+    private static final long MAX_FD_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
+    private final MrdServer server;
+    private final EpollDomainSocketChannel channel;
+    private final FrameAccumulator frames = new FrameAccumulator();
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicBoolean reclaimStarted = new AtomicBoolean();
+    /** Set when the connection is closed; workers then skip their work and write nothing. */
+    private volatile boolean closed;
+    /** Set when the session has given up on the connection (refusal, protocol error) and is closing it. */
+    private volatile boolean closing;
+    /** The peer shut its sending side: close once the requests in flight are answered. */
+    private volatile boolean inputShutdown;
+    private volatile int clientId;
+
+    private int pid = -1;
+    private int uid = -1;
+    private int gid = -1;
+    private int slot = -1;
+    private String name = "";
+    private ScheduledFuture<?> helloTimer;
+    private PendingFd pendingFd;
+
+    /**
+     * A REG_EXTERNAL whose fd has not arrived yet.
+     */
+    private static final class PendingFd
+    {
+        final long correlationId;
+        final long length;
+        final long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FD_TIMEOUT_MS);
+        long delayNanos = FIRST_FD_POLL_NANOS;
+        ScheduledFuture<?> poll;
+
+        PendingFd(final long correlationId, final long length)
+        {
+            this.correlationId = correlationId;
+            this.length = length;
+        }
+    }
+
+    /**
+     * A request's work on a worker.
+     */
+    private interface Work
+    {
+        Message.Reply run();
+
+        /** Releases what the work would have consumed, when it never runs (the connection closed first). */
+        default void abandon()
+        {
+        }
+    }
+
+    ClientSession(final MrdServer server, final EpollDomainSocketChannel channel)
+    {
+        this.server = server;
+        this.channel = channel;
+    }
+
+    int clientId()
+    {
+        return clientId;
+    }
+
+    public void channelActive(final ChannelHandlerContext ctx)
+    {
+        final int[] gids;
+        try
+        {
+            final PeerCredentials credentials = channel.peerCredentials();
+            pid = credentials.pid();
+            uid = credentials.uid();
+            gid = credentials.gids().length > 0 ? credentials.gids()[0] : -1;
+            gids = IntStream.concat(Arrays.stream(credentials.gids()),
+                Arrays.stream(UnixRights.peerGroups(channel.fd().intValue()))).distinct().toArray();
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            reject("cannot read the peer's credentials (SO_PEERCRED): " + ex);
+            return;
+        }
+        final String refusal = server.peerPolicy().refusal(pid, uid, gids);
+        if (null != refusal)
+        {
+            reject(refusal);
+            return;
+        }
+        LOG.debug("connection from pid {} uid {} gids {}", pid, uid, gids);
+        helloTimer = ctx.executor().schedule(this::helloTimedOut, HELLO_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+        ctx.fireChannelActive();
+    }
+
+    private void reject(final String why)
+    {
+        server.counters().increment(MrdCounter.PEERS_REJECTED);
+        server.refusals().refused(why);
+        fail(0, MessageType.ERROR, ErrorCode.EPERM, why);
+    }
+
+    private void helloTimedOut()
+    {
+        if (clientId == 0 && !closing)
+        {
+            protocolError(0, MessageType.ERROR, "no HELLO within " + HELLO_TIMEOUT_MS + " ms of connecting");
+        }
+    }
+
+    public void channelRead(final ChannelHandlerContext ctx, final Object msg)
+    {
+        if (!(msg instanceof ByteBuf in))
+        {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        try
+        {
+            if (closing)
+            {
+                return;
+            }
+            if (null != pendingFd)
+            {
+                // Netty read although told not to (the peer hung up and the kernel said so): the stream is
+                // broken either way.
+                protocolError(pendingFd.correlationId, MessageType.REG_EXTERNAL,
+                    "bytes arrived while waiting for the fd of REG_EXTERNAL: send one byte carrying the fd, nothing else");
+                return;
+            }
+            while (in.isReadable() && !closing && null == pendingFd)
+            {
+                final Frame frame;
+                try
+                {
+                    frame = frames.poll(in);
+                }
+                catch (final MrdException ex)
+                {
+                    protocolError(frames.lastCorrelationId(), frames.lastType(), ex.getMessage());
+                    return;
+                }
+                if (null != frame)
+                {
+                    onFrame(frame);
+                }
+            }
+            if (null != pendingFd && !closing)
+            {
+                if (in.isReadable())
+                {
+                    protocolError(pendingFd.correlationId, MessageType.REG_EXTERNAL, in.readableBytes() +
+                        " bytes followed REG_EXTERNAL: send nothing between REG_EXTERNAL and its fd");
+                    return;
+                }
+                awaitFd();
+            }
+        }
+        finally
+        {
+            in.release();
+        }
+    }
+
+    private void onFrame(final Frame frame)
+    {
+        server.counters().increment(MrdCounter.REQUESTS);
+        final long correlationId = frame.correlationId();
+        final Message message = frame.message();
+        final MessageType type = message.type();
+        if (clientId == 0)
+        {
+            if (message instanceof Message.Hello hello)
+            {
+                hello(correlationId, hello);
+            }
+            else
+            {
+                protocolError(correlationId, type, "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION +
+                    " as the first request, got " + type);
+            }
+            return;
+        }
+        if (inFlight.get() >= MAX_IN_FLIGHT)
+        {
+            reply(correlationId, new Message.Status(type, ErrorCode.EAGAIN, MAX_IN_FLIGHT +
+                " requests of this connection are in flight: wait for replies before sending more"));
+            return;
+        }
+        switch (message)
+        {
+            case Message.Hello hello -> protocolError(correlationId, type, "HELLO sent twice: this connection is " +
+                "client " + clientId + " already");
+            case Message.RegExternal reg ->
+            {
+                final String bad = server.handler().checkExternalLength(reg.length());
+                if (null != bad)
+                {
+                    reply(correlationId, new Message.Status(type, ErrorCode.EINVAL, bad));
+                }
+                else
+                {
+                    pendingFd = new PendingFd(correlationId, reg.length());
+                }
+            }
+            case Message.Stop stop -> stop(correlationId);
+            case Message.Request request ->
+            {
+                final int id = clientId;
+                submit(correlationId, type, () -> server.handler().execute(request, id), null);
+            }
+            case Message.Reply reply -> protocolError(correlationId, type, "a reply is not a request");
+        }
+    }
+
+    private void hello(final long correlationId, final Message.Hello hello)
+    {
+        if (hello.version() != FrameDescriptor.PROTOCOL_VERSION)
+        {
+            protocolError(correlationId, MessageType.HELLO, "expected HELLO version " +
+                FrameDescriptor.PROTOCOL_VERSION + ", got version " + hello.version() +
+                ": use a client library that speaks the daemon's protocol version");
+            return;
+        }
+        final String clean = printable(hello.name());
+        final int id = server.nextClientId();
+        final int taken = server.clients().add(id, pid, uid, gid, clean);
+        if (taken < 0)
+        {
+            final String why = "the daemon has " + server.clients().capacity() + " clients connected, its " +
+                "--max-clients: close a client or start the daemon with a larger --max-clients";
+            server.refusals().refused("client pid " + pid + " (" + clean + ") refused: " + why);
+            fail(correlationId, MessageType.HELLO, ErrorCode.EBUSY, why);
+            return;
+        }
+        if (null != helloTimer)
+        {
+            helloTimer.cancel(false);
+            helloTimer = null;
+        }
+        slot = taken;
+        name = clean;
+        clientId = id;
+        server.counters().increment(MrdCounter.CLIENTS_TOTAL);
+        server.counters().set(MrdCounter.CLIENTS_CONNECTED, server.clients().connected());
+        LOG.info("client {} (pid {}, uid {}, {}) connected", id, pid, uid, clean.isEmpty() ? "no name" : clean);
+        reply(correlationId, new Message.Welcome(ErrorCode.OK, "", id, server.epoch(), HeaderDescriptor.LAYOUT_VERSION,
+            server.controlFilePath()));
+    }
+
+    private void stop(final long correlationId)
+    {
+        if (!server.peerPolicy().mayStop(uid))
+        {
+            final String why = "STOP refused for client " + clientId + " (pid " + pid + " uid " + uid + "): only the " +
+                "daemon's uid " + server.peerPolicy().daemonUid() + " or root may stop it; run 'mrd stop' as that user";
+            server.refusals().refused(why);
+            reply(correlationId, new Message.Status(MessageType.STOP, ErrorCode.EPERM, why));
+            return;
+        }
+        LOG.info("STOP from client {} (pid {}, uid {})", clientId, pid, uid);
+        submit(correlationId, MessageType.STOP, () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"),
+            server::requestStop);
+    }
+
+    private void awaitFd()
+    {
+        final PendingFd pending = pendingFd;
+        channel.config().setAutoRead(false);
+        channel.writeAndFlush(server.encode(channel, pending.correlationId,
+            new Message.Status(MessageType.SEND_FD, ErrorCode.OK, ""))).addListener((ChannelFutureListener)f ->
+            {
+                if (f.isSuccess())
+                {
+                    pollFd(pending);
+                }
+                else
+                {
+                    // nothing would ever read this connection again
+                    channel.close();
+                }
+            });
+    }
+
+    private void pollFd(final PendingFd pending)
+    {
+        if (pendingFd != pending || closing || !channel.isOpen())
+        {
+            return;
+        }
+        switch (UnixRights.receiveOneFd(channel.fd().intValue()))
+        {
+            case UnixRights.Received received ->
+            {
+                pendingFd = null;
+                resumeReading();
+                final int id = clientId;
+                final int fd = received.fd();
+                submit(pending.correlationId, MessageType.REG_EXTERNAL, new Work()
+                {
+                    public Message.Reply run()
+                    {
+                        return server.handler().registerExternal(pending.length, fd, id);
+                    }
+
+                    public void abandon()
+                    {
+                        UnixRights.close(fd);
+                    }
+                }, null);
+            }
+            case UnixRights.NotYet notYet ->
+            {
+                if (System.nanoTime() - pending.deadlineNanos > 0)
+                {
+                    protocolError(pending.correlationId, MessageType.REG_EXTERNAL, "no fd arrived within " +
+                        FD_TIMEOUT_MS + " ms of SEND_FD: send one byte carrying the fd (sendmsg with SCM_RIGHTS)");
+                    return;
+                }
+                pending.poll = channel.eventLoop().schedule(() -> pollFd(pending), pending.delayNanos,
+                    TimeUnit.NANOSECONDS);
+                pending.delayNanos = Math.min(pending.delayNanos * 2, MAX_FD_POLL_NANOS);
+            }
+            case UnixRights.Closed gone ->
+            {
+                pendingFd = null;
+                channel.close();
+            }
+            case UnixRights.Refused refused -> protocolError(pending.correlationId, MessageType.REG_EXTERNAL,
+                refused.reason());
+        }
+    }
+
+    private void resumeReading()
+    {
+        if (!closing && null == pendingFd)
+        {
+            channel.config().setAutoRead(channel.isWritable());
+        }
+    }
+
+    /**
+     * A peer that does not read its replies is not read either, so replies cannot pile up in the daemon.
+     */
+    public void channelWritabilityChanged(final ChannelHandlerContext ctx)
+    {
+        resumeReading();
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    private void submit(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    {
+        inFlight.incrementAndGet();
+        try
+        {
+            server.workers().execute(() -> run(correlationId, type, work, afterReply));
+        }
+        catch (final RejectedExecutionException ex)
+        {
+            work.abandon();
+            inFlight.decrementAndGet();
+            reply(correlationId, new Message.Status(type, ErrorCode.EAGAIN, server.isClosing() ?
+                "the daemon is shutting down" : "the daemon is overloaded (its request queue is full): retry later"));
+        }
+    }
+
+    private void run(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    {
+        try
+        {
+            if (closed || closing)
+            {
+                work.abandon();
+                return;
+            }
+            Message.Reply reply;
+            try
+            {
+                reply = work.run();
+            }
+            catch (final MrdException ex)
+            {
+                LOG.debug("client {}: {} failed: {}", clientId, type, ex.oneLine());
+                reply = new Message.Status(type, ex.code(), ex.getMessage());
+            }
+            catch (final RuntimeException | LinkageError | OutOfMemoryError ex)
+            {
+                server.unexpected("client " + clientId + " " + type, ex);
+                reply = new Message.Status(type, ErrorCode.EIO, "internal error: " + ex +
+                    " (recorded in the daemon's error log: mrd dump --errors)");
+            }
+            if (null != afterReply)
+            {
+                writeThen(correlationId, reply, afterReply);
+            }
+            else
+            {
+                reply(correlationId, reply);
+            }
+        }
+        finally
+        {
+            if (inFlight.decrementAndGet() == 0)
+            {
+                if (closed)
+                {
+                    startReclaim();
+                }
+                else if (inputShutdown)
+                {
+                    // after the last reply is out, not before: a close would drop what is still unflushed
+                    channel.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
+                }
+            }
+        }
+    }
+
+    /**
+     * Writes a reply unless the connection is closed or being given up (so nothing is written after close).
+     */
+    private void reply(final long correlationId, final Message.Reply reply)
+    {
+        if (closed || closing || !channel.isActive())
+        {
+            return;
+        }
+        channel.writeAndFlush(server.encode(channel, correlationId, reply), channel.voidPromise());
+    }
+
+    private void writeThen(final long correlationId, final Message.Reply reply, final Runnable then)
+    {
+        if (closed || closing || !channel.isActive())
+        {
+            then.run();
+            return;
+        }
+        channel.writeAndFlush(server.encode(channel, correlationId, reply)).addListener(f -> then.run());
+    }
+
+    private void protocolError(final long correlationId, final MessageType type, final String message)
+    {
+        if (closing)
+        {
+            return;
+        }
+        server.counters().increment(MrdCounter.PROTOCOL_ERRORS);
+        server.refusals().refused(describe() + ": EPROTO: " + message);
+        fail(correlationId, type, ErrorCode.EPROTO, message);
+    }
+
+    /**
+     * Answers once more and closes: the session reads nothing further.
+     */
+    private void fail(final long correlationId, final MessageType type, final ErrorCode code, final String message)
+    {
+        if (closing)
+        {
+            return;
+        }
+        closing = true;
+        cancelTimers();
+        if (!channel.isActive())
+        {
+            channel.close();
+            return;
+        }
+        channel.writeAndFlush(server.encode(channel, correlationId, new Message.Status(type, code, message)))
+            .addListener(ChannelFutureListener.CLOSE);
+    }
+
+    public void userEventTriggered(final ChannelHandlerContext ctx, final Object event)
+    {
+        if (event instanceof ChannelInputShutdownEvent)
+        {
+            inputShutdown = true;
+            if (closing)
+            {
+                return;
+            }
+            if (null != pendingFd)
+            {
+                channel.close();
+            }
+            else if (frames.buffered() > 0)
+            {
+                final int declared = frames.pendingFrameLength();
+                protocolError(0, MessageType.ERROR, "the connection was shut after " + frames.buffered() +
+                    " bytes of a frame" + (declared < 0 ? "" : " of " + declared + " bytes") + ": frame truncated");
+            }
+            else if (inFlight.get() == 0)
+            {
+                channel.close();
+            }
+            return;
+        }
+        ctx.fireUserEventTriggered(event);
+    }
+
+    public void exceptionCaught(final ChannelHandlerContext ctx, final Throwable cause)
+    {
+        if (cause instanceof IOException)
+        {
+            LOG.debug("{}: {}", describe(), cause.toString());
+        }
+        else
+        {
+            server.unexpected(describe(), cause);
+        }
+        closing = true;
+        channel.close();
+    }
+
+    public void channelInactive(final ChannelHandlerContext ctx)
+    {
+        closed = true;
+        closing = true;
+        cancelTimers();
+        pendingFd = null;
+        if (clientId != 0 && inFlight.get() == 0)
+        {
+            startReclaim();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    private void cancelTimers()
+    {
+        if (null != helloTimer)
+        {
+            helloTimer.cancel(false);
+            helloTimer = null;
+        }
+        if (null != pendingFd && null != pendingFd.poll)
+        {
+            pendingFd.poll.cancel(false);
+        }
+    }
+
+    /**
+     * Runs once, after the connection closed and its last request finished.
+     */
+    private void startReclaim()
+    {
+        if (clientId != 0 && reclaimStarted.compareAndSet(false, true))
+        {
+            server.reclaim(clientId, slot, pid, name);
+        }
+    }
+
+    private String describe()
+    {
+        return (clientId == 0 ? "peer" : "client " + clientId) + " (pid " + pid + " uid " + uid +
+            (name.isEmpty() ? "" : ", " + name) + ")";
+    }
+
+    /**
+     * @return the name with anything but printable ASCII replaced, so it cannot forge log lines.
+     */
+    static String printable(final String name)
+    {
+        final StringBuilder clean = new StringBuilder(Math.min(name.length(), FrameDescriptor.MAX_NAME_LENGTH));
+        for (int i = 0; i < name.length() && clean.length() < FrameDescriptor.MAX_NAME_LENGTH; i++)
+        {
+            final char c = name.charAt(i);
+            clean.append(c >= 0x20 && c < 0x7F ? c : '?');
+        }
+        return clean.toString();
+    }
+}

@@ -1,0 +1,78 @@
+package io.mrd.primary.server;
+
+import io.mrd.layout.ClientDescriptor;
+import io.mrd.layout.ClientRecord;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileLayout;
+import org.agrona.concurrent.UnsafeBuffer;
+
+/**
+ * The control file's client table (DESIGN §3, section 6): one record per connected secondary, where
+ * {@code mrd status} and {@code mrd dump} read who is connected without asking the daemon. Its capacity is
+ * {@code --max-clients}, so a free record is also the admission check. Thread-safe; the primary is the only
+ * writer.
+ */
+final class ClientTable
+{
+    private final UnsafeBuffer buffer;
+    private final ControlFileLayout layout;
+    private final ClientRecord record = new ClientRecord();
+    private int connected;
+
+    ClientTable(final ControlFile controlFile)
+    {
+        this.buffer = controlFile.buffer();
+        this.layout = controlFile.layout();
+        for (int slot = 0; slot < layout.clientCapacity(); slot++)
+        {
+            record.wrap(buffer, layout.clientOffset(slot)).state(ClientDescriptor.STATE_FREE);
+        }
+    }
+
+    /**
+     * Fills a free record. The state is written last, so a tool never sees a CONNECTED record half written
+     * (on x86-64 stores are not reordered with other stores).
+     *
+     * @return the record's slot, or -1 when all {@link #capacity()} are in use.
+     */
+    synchronized int add(final int clientId, final long pid, final int uid, final int gid, final String name)
+    {
+        for (int slot = 0; slot < layout.clientCapacity(); slot++)
+        {
+            record.wrap(buffer, layout.clientOffset(slot));
+            if (record.state() == ClientDescriptor.STATE_FREE)
+            {
+                record.id(clientId)
+                    .pid(pid)
+                    .uid(uid)
+                    .gid(gid)
+                    .connectedMs(System.currentTimeMillis())
+                    .name(name)
+                    .state(ClientDescriptor.STATE_CONNECTED);
+                connected++;
+                return slot;
+            }
+        }
+        return -1;
+    }
+
+    synchronized void remove(final int slot)
+    {
+        record.wrap(buffer, layout.clientOffset(slot));
+        if (record.state() != ClientDescriptor.STATE_FREE)
+        {
+            record.state(ClientDescriptor.STATE_FREE);
+            connected--;
+        }
+    }
+
+    synchronized int connected()
+    {
+        return connected;
+    }
+
+    int capacity()
+    {
+        return layout.clientCapacity();
+    }
+}

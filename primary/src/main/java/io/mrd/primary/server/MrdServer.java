@@ -1,0 +1,431 @@
+package io.mrd.primary.server;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.protocol.FrameCodec;
+import io.mrd.layout.protocol.FrameDescriptor;
+import io.mrd.layout.protocol.Message;
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.DaemonContext;
+import io.mrd.primary.DaemonCounters;
+import io.mrd.primary.RunDirectory;
+import io.mrd.primary.mr.MrEngine;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.netty.channel.unix.DomainSocketAddress;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.errors.DistinctErrorLog;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The daemon's Unix-domain socket server (DESIGN §7): Netty epoll on {@code DIR/mrd.sock}, one event-loop
+ * thread ({@code mrd-io}) that accepts, checks peers, cuts frames and answers HELLO, and a bounded pool of
+ * workers ({@code mrd-worker-N}) that run every other request, because registrations are slow and must never
+ * hold up the event loop. Each connection is a {@link ClientSession}.
+ * <p>
+ * The daemon never dies of input: everything a connection does is caught in its session, which answers
+ * EPROTO (or EPERM, EBUSY) and closes that connection only.
+ */
+public final class MrdServer implements AutoCloseable
+{
+    /** Requests queued for the workers across all connections; more are answered EAGAIN. */
+    static final int QUEUE_CAPACITY = 16_384;
+    /** Longest socket path the kernel accepts ({@code sun_path} less its terminating NUL). */
+    static final int MAX_SOCKET_PATH = 107;
+    private static final long CLOSE_WAIT_SECONDS = 10;
+
+    private static final Logger LOG = LoggerFactory.getLogger(MrdServer.class);
+    private static final ThreadLocal<UnsafeBuffer> SCRATCH =
+        ThreadLocal.withInitial(() -> new UnsafeBuffer(new byte[FrameDescriptor.MAX_FRAME_LENGTH]));
+
+    private final Path socketFile;
+    private final String controlFilePath;
+    private final long epoch;
+    private final DaemonCounters counters;
+    private final DistinctErrorLog errorLog;
+    private final PeerPolicy peerPolicy;
+    private final ClientTable clients;
+    private final RequestHandler handler;
+    private final ExternalWindow window;
+    private final RefusalLog refusals;
+    private final Runnable onStop;
+    private final ThreadPoolExecutor workers;
+    private final EventLoopGroup ioGroup;
+    private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger nextClientId = new AtomicInteger(1);
+    private volatile boolean closing;
+    private Channel serverChannel;
+
+    private MrdServer(
+        final DaemonContext context,
+        final RunDirectory runDirectory,
+        final ControlFile controlFile,
+        final MrEngine engine,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final Runnable onStop,
+        final ExternalWindow window)
+    {
+        this.socketFile = runDirectory.socketFile();
+        this.controlFilePath = runDirectory.controlFile().toAbsolutePath().toString();
+        this.epoch = controlFile.header().epoch();
+        this.counters = counters;
+        this.errorLog = errorLog;
+        this.peerPolicy = new PeerPolicy(Posix.getuid(), context.allowGids());
+        this.clients = new ClientTable(controlFile);
+        this.window = window;
+        this.handler = new RequestHandler(engine, window);
+        this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
+        this.onStop = onStop;
+        final AtomicInteger workerNumber = new AtomicInteger();
+        this.workers = new ThreadPoolExecutor(context.workerThreads(), context.workerThreads(), 0, TimeUnit.SECONDS,
+            new LinkedBlockingQueue<>(QUEUE_CAPACITY),
+            r -> Thread.ofPlatform().name("mrd-worker-" + workerNumber.incrementAndGet()).daemon(true).unstarted(r));
+        this.ioGroup = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrd-io", true),
+            EpollIoHandler.newFactory());
+    }
+
+    /**
+     * Reserves the external window, binds {@code DIR/mrd.sock} (mode 0660) and starts accepting.
+     *
+     * @param onStop what a permitted STOP runs once its reply is written; it must not close the daemon on the
+     *               calling thread (an event-loop or worker thread that {@link #close()} waits for).
+     * @throws MrdException when the socket cannot be bound or the window reserved, saying why.
+     */
+    public static MrdServer start(
+        final DaemonContext context,
+        final RunDirectory runDirectory,
+        final ControlFile controlFile,
+        final MrEngine engine,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final Runnable onStop)
+    {
+        if (!Epoll.isAvailable())
+        {
+            throw new MrdException(ErrorCode.ENOSYS, "Netty's epoll transport is unavailable: " +
+                Epoll.unavailabilityCause());
+        }
+        final Path socket = runDirectory.socketFile();
+        if (socket.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "socket path " + socket + " is longer than " + MAX_SOCKET_PATH +
+                " bytes, the limit of a Unix socket address: choose a shorter --dir");
+        }
+        final ExternalWindow window = new ExternalWindow(controlFile.header().externalBase(),
+            controlFile.header().externalLength());
+        final MrdServer server;
+        try
+        {
+            server = new MrdServer(context, runDirectory, controlFile, engine, counters, errorLog, onStop, window);
+        }
+        catch (final RuntimeException ex)
+        {
+            window.close();
+            throw ex;
+        }
+        try
+        {
+            server.bind();
+            return server;
+        }
+        catch (final RuntimeException ex)
+        {
+            server.close();
+            throw ex;
+        }
+    }
+
+    private void bind()
+    {
+        try
+        {
+            Files.deleteIfExists(socketFile);
+        }
+        catch (final IOException ex)
+        {
+            throw new MrdException(ErrorCode.EACCES, "cannot remove the stale socket " + socketFile + ": " + ex);
+        }
+        final ServerBootstrap bootstrap = new ServerBootstrap()
+            .group(ioGroup)
+            .channel(EpollServerDomainSocketChannel.class)
+            .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+            .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 * 1024, 64 * 1024))
+            .childHandler(new ChannelInitializer<EpollDomainSocketChannel>()
+            {
+                protected void initChannel(final EpollDomainSocketChannel channel)
+                {
+                    if (closing)
+                    {
+                        channel.close();
+                        return;
+                    }
+                    channels.add(channel);
+                    channel.closeFuture().addListener(f -> channels.remove(channel));
+                    channel.pipeline().addLast("session", new ClientSession(MrdServer.this, channel));
+                }
+            });
+        try
+        {
+            serverChannel = bootstrap.bind(new DomainSocketAddress(socketFile.toString())).sync().channel();
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new MrdException(ErrorCode.EIO, "interrupted while binding " + socketFile);
+        }
+        catch (final Exception ex)
+        {
+            throw new MrdException(ErrorCode.EIO, "cannot listen on " + socketFile + ": " + ex);
+        }
+        try
+        {
+            Files.setPosixFilePermissions(socketFile, PosixFilePermissions.fromString("rw-rw----"));
+        }
+        catch (final IOException ex)
+        {
+            throw new MrdException(ErrorCode.EACCES, "cannot set mode 0660 on " + socketFile + ": " + ex);
+        }
+        ioGroup.scheduleAtFixedRate(refusals::flush, 1, 1, TimeUnit.SECONDS);
+        LOG.info("listening on {} ({} workers, external window [{}, {}))", socketFile, workers.getMaximumPoolSize(),
+            Sizes.hex(window.base()), Sizes.hex(window.base() + window.length()));
+    }
+
+    public Path socketFile()
+    {
+        return socketFile;
+    }
+
+    /**
+     * @return clients that said HELLO and are still connected.
+     */
+    public int connectedClients()
+    {
+        return clients.connected();
+    }
+
+    /**
+     * @return open connections, whether or not they said HELLO.
+     */
+    public int openConnections()
+    {
+        return channels.size();
+    }
+
+    /**
+     * @return bytes of the external window in use (mapped or being mapped).
+     */
+    public long externalBytesInUse()
+    {
+        return window.bytesInUse();
+    }
+
+    PeerPolicy peerPolicy()
+    {
+        return peerPolicy;
+    }
+
+    ClientTable clients()
+    {
+        return clients;
+    }
+
+    RequestHandler handler()
+    {
+        return handler;
+    }
+
+    RefusalLog refusals()
+    {
+        return refusals;
+    }
+
+    DaemonCounters counters()
+    {
+        return counters;
+    }
+
+    Executor workers()
+    {
+        return workers;
+    }
+
+    long epoch()
+    {
+        return epoch;
+    }
+
+    String controlFilePath()
+    {
+        return controlFilePath;
+    }
+
+    int nextClientId()
+    {
+        return nextClientId.getAndIncrement();
+    }
+
+    boolean isClosing()
+    {
+        return closing;
+    }
+
+    /**
+     * Encodes a reply into a buffer of the channel's allocator. Any thread.
+     */
+    ByteBuf encode(final Channel channel, final long correlationId, final Message.Reply reply)
+    {
+        final UnsafeBuffer scratch = SCRATCH.get();
+        final int length = FrameCodec.encode(scratch, 0, correlationId, 0, reply);
+        final ByteBuf buf = channel.alloc().buffer(length);
+        buf.writeBytes(scratch.byteArray(), 0, length);
+        return buf;
+    }
+
+    void requestStop()
+    {
+        try
+        {
+            onStop.run();
+        }
+        catch (final RuntimeException ex)
+        {
+            unexpected("STOP", ex);
+        }
+    }
+
+    void unexpected(final String where, final Throwable error)
+    {
+        errorLog.record(error);
+        LOG.error("{}: unexpected failure (the connection is closed, the daemon goes on)", where, error);
+    }
+
+    /**
+     * Frees what a gone client owned, on a worker; when the queue is full, on a thread of its own, because a
+     * reclaim must not be dropped. Skipped when the server is closing: the daemon's shutdown releases all.
+     */
+    void reclaim(final int clientId, final int slot, final int pid, final String name)
+    {
+        final Runnable task = () ->
+        {
+            if (closing)
+            {
+                return;
+            }
+            String freed;
+            try
+            {
+                freed = handler.reclaim(clientId);
+            }
+            catch (final RuntimeException ex)
+            {
+                unexpected("reclaiming client " + clientId, ex);
+                freed = "reclaim failed: " + ex;
+            }
+            clients.remove(slot);
+            counters.set(MrdCounter.CLIENTS_CONNECTED, clients.connected());
+            LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name, freed);
+        };
+        try
+        {
+            workers.execute(task);
+        }
+        catch (final RejectedExecutionException ex)
+        {
+            if (!closing)
+            {
+                Thread.ofPlatform().name("mrd-reclaim-" + clientId).daemon(true).start(task);
+            }
+        }
+    }
+
+    /**
+     * Stops accepting, closes every connection, waits (bounded) for the event loop and the workers, removes the
+     * socket and releases the external window. Registrations and memory are the daemon's to release after
+     * this (its engine closes every MR); connections closed here are not reclaimed one by one.
+     */
+    public synchronized void close()
+    {
+        if (closing)
+        {
+            return;
+        }
+        if (ioGroup.next().inEventLoop())
+        {
+            throw new IllegalStateException("MrdServer.close() called on its own event loop");
+        }
+        closing = true;
+        try
+        {
+            if (null != serverChannel)
+            {
+                serverChannel.close().awaitUninterruptibly(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+            }
+            final int open = channels.size();
+            for (final Channel channel : channels)
+            {
+                channel.close();
+            }
+            workers.shutdown();
+            if (!workers.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+            {
+                LOG.warn("workers still busy after {} s: interrupting them", CLOSE_WAIT_SECONDS);
+                workers.shutdownNow();
+                workers.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+            }
+            if (!ioGroup.shutdownGracefully(0, CLOSE_WAIT_SECONDS, TimeUnit.SECONDS)
+                .awaitUninterruptibly(2 * CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+            {
+                LOG.warn("event loop did not stop within {} s", 2 * CLOSE_WAIT_SECONDS);
+            }
+            refusals.close();
+            counters.set(MrdCounter.CLIENTS_CONNECTED, 0);
+            LOG.info("socket server closed ({} connections were open)", open);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+        finally
+        {
+            try
+            {
+                Files.deleteIfExists(socketFile);
+            }
+            catch (final IOException ex)
+            {
+                LOG.warn("cannot remove {}: {}", socketFile, ex.toString());
+            }
+            window.close();
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package io.mrd.primary.server;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.protocol.Frame;
+import io.mrd.layout.protocol.FrameCodec;
+import io.mrd.layout.protocol.FrameDescriptor;
+import io.mrd.layout.protocol.Message;
+import io.mrd.layout.protocol.MessageType;
+import io.mrd.layout.sys.Posix;
+import org.agrona.concurrent.UnsafeBuffer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static io.mrd.primary.server.MrdServerTest.assertContains;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The daemon's own peer check, with a peer of another uid: a child started by {@code setpriv} as nobody
+ * (65534), after the socket and its directory are opened up so that only the daemon's check stands in the
+ * way. Needs root (to change uid), setpriv and a python3 that nobody may run.
+ */
+class PeerCredentialsTest
+{
+    private static final long BASE = ServerFixture.base(3);
+    private static final int NOBODY = 65534;
+    private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
+    private static final Path PYTHON = Path.of("/usr/bin/python3");
+    /** Connects, sends argv[2] (hex) if given, prints the first frame that comes back as hex. */
+    private static final String CLIENT = String.join("\n",
+        "import socket, sys",
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
+        "s.settimeout(15)",
+        "s.connect(sys.argv[1])",
+        "if len(sys.argv) > 2: s.sendall(bytes.fromhex(sys.argv[2]))",
+        "def read(n):",
+        "    data = b''",
+        "    while len(data) < n:",
+        "        chunk = s.recv(n - len(data))",
+        "        if not chunk: break",
+        "        data += chunk",
+        "    return data",
+        "head = read(4)",
+        "rest = read(int.from_bytes(head, 'little') - 4) if len(head) == 4 else b''",
+        "sys.stdout.write((head + rest).hex())");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aPeerOfAnotherUidIsRefusedAndCounted() throws Exception
+    {
+        assumeCanChangeUid();
+        try (ServerFixture fixture = new ServerFixture(dir, BASE))
+        {
+            openUp(fixture);
+            final Message.Status status = assertInstanceOf(Message.Status.class, runAsNobody(fixture, null).message());
+            assertEquals(MessageType.ERROR, status.type());
+            assertEquals(ErrorCode.EPERM, status.status());
+            assertContains(status.message(), "uid " + NOBODY);
+            assertContains(status.message(), "--allow-gid");
+            assertEquals(1, fixture.counter(MrdCounter.PEERS_REJECTED));
+            assertEquals(0, fixture.daemon.server().connectedClients());
+        }
+    }
+
+    @Test
+    void anAllowedGroupIsAdmitted() throws Exception
+    {
+        assumeCanChangeUid();
+        try (ServerFixture fixture = new ServerFixture(dir, BASE, context -> context.allowGid(NOBODY)))
+        {
+            openUp(fixture);
+            final byte[] hello = RawClient.encode(7, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "nobody"));
+            final Frame frame = runAsNobody(fixture, HexFormat.of().formatHex(hello));
+            assertEquals(7, frame.correlationId());
+            final Message.Welcome welcome = assertInstanceOf(Message.Welcome.class, frame.message());
+            assertEquals(ErrorCode.OK, welcome.status());
+            assertEquals(0, fixture.counter(MrdCounter.PEERS_REJECTED));
+        }
+    }
+
+    private static void assumeCanChangeUid()
+    {
+        assumeTrue(Posix.getuid() == 0, "needs root to start a peer of another uid");
+        assumeTrue(Files.isExecutable(SETPRIV), "needs " + SETPRIV);
+        assumeTrue(Files.isExecutable(PYTHON), "needs " + PYTHON);
+    }
+
+    private void openUp(final ServerFixture fixture) throws IOException
+    {
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
+        for (Path parent = dir.getParent(); null != parent; parent = parent.getParent())
+        {
+            assumeTrue(PosixFilePermissions.toString(Files.getPosixFilePermissions(parent)).endsWith("x"),
+                parent + " is not searchable by others");
+        }
+        Files.setPosixFilePermissions(fixture.socket(), PosixFilePermissions.fromString("rw-rw-rw-"));
+    }
+
+    private Frame runAsNobody(final ServerFixture fixture, final String sendHex) throws Exception
+    {
+        final List<String> command = new java.util.ArrayList<>(List.of(SETPRIV.toString(), "--reuid",
+            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups", PYTHON.toString(), "-c",
+            CLIENT, fixture.socket().toString()));
+        if (null != sendHex)
+        {
+            command.add(sendHex);
+        }
+        final Path err = dir.resolve("child.err");
+        final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();
+        final byte[] out = process.getInputStream().readAllBytes();
+        if (!process.waitFor(ServerFixture.WAIT.toSeconds(), TimeUnit.SECONDS))
+        {
+            process.destroyForcibly();
+            fail("the child did not finish");
+        }
+        final String hex = new String(out, StandardCharsets.US_ASCII).trim();
+        if (process.exitValue() != 0 || hex.isEmpty())
+        {
+            fail("child exit " + process.exitValue() + ", output '" + hex + "', errors: " + Files.readString(err));
+        }
+        final byte[] bytes = HexFormat.of().parseHex(hex);
+        return FrameCodec.decodeReply(new UnsafeBuffer(bytes), 0, bytes.length);
+    }
+}

@@ -1,0 +1,50 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.MrEntry;
+
+/**
+ * Where a per-queue {@link MrCache} gets what its own two levels do not hold, and how it learns that they are
+ * stale: the daemon's liveness, {@code devGen}, the global cache in the control file, and {@code CREATE_MR}.
+ * {@link MrdClient} supplies the real one (one per cache, since the global-cache reader it wraps is
+ * single-threaded); tests supply fakes.
+ */
+public interface MrSource
+{
+    /**
+     * Datapath check, one volatile read: throws once the daemon is known dead, stopped or restarted.
+     *
+     * @throws DaemonDeadException saying which.
+     */
+    void ensureAlive();
+
+    /**
+     * @return the daemon's {@code devGen}, read with acquire semantics: a change means a memory free event
+     * may have invalidated local entries.
+     */
+    long devGen();
+
+    /**
+     * Slow-path check before a request: reads the heartbeat and epoch now instead of trusting the background
+     * watchdog's last look.
+     *
+     * @throws DaemonDeadException when the heartbeat is stale or closed or the epoch changed.
+     */
+    void checkLiveness();
+
+    /**
+     * Looks an address up in the global cache (no system call).
+     *
+     * @param out filled with the entry when found.
+     * @return true when found.
+     */
+    boolean lookupGlobal(long address, MrEntry out);
+
+    /**
+     * Asks the primary to register the memory around {@code address} ({@code CREATE_MR}).
+     *
+     * @param out filled with the chunk that contains {@code address} and its lkey.
+     * @throws io.mrd.layout.MrdException with the daemon's status and message (ENXIO for an address outside
+     *                                    managed memory, ENOMEM for pin limits, ETIMEDOUT, ...).
+     */
+    void createMr(long address, long length, MrEntry out);
+}

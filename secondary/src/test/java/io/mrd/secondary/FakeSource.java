@@ -1,0 +1,101 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * An {@link MrSource} without a daemon: a global cache and a set of ranges the "primary" would register on
+ * {@code CREATE_MR}, both as sorted maps; a {@code devGen}; and a liveness switch for each check.
+ */
+class FakeSource implements MrSource
+{
+    /** start → {start, end, lkey}: what the global cache holds. */
+    final TreeMap<Long, long[]> global = new TreeMap<>();
+    /** start → {start, end, lkey}: what CREATE_MR registers (then it is in the global cache too). */
+    final TreeMap<Long, long[]> registrable = new TreeMap<>();
+    long devGen;
+    /** What the watchdog would have found: every call fails. */
+    boolean knownDead;
+    /** What only a fresh look at the heartbeat finds: the slow path fails. */
+    boolean heartbeatStale;
+    int globalLookups;
+    int creates;
+
+    void putGlobal(final long start, final long end, final int lkey)
+    {
+        global.put(start, new long[] {start, end, lkey});
+    }
+
+    void putRegistrable(final long start, final long end, final int lkey)
+    {
+        registrable.put(start, new long[] {start, end, lkey});
+    }
+
+    /**
+     * What a memory free event does: the range leaves the global cache and devGen moves.
+     */
+    void free(final long start)
+    {
+        global.remove(start);
+        registrable.remove(start);
+        devGen++;
+    }
+
+    public void ensureAlive()
+    {
+        if (knownDead)
+        {
+            throw new DaemonDeadException("daemon pid 42 in /fake died (heartbeat 5000 ms old): re-attach");
+        }
+    }
+
+    public long devGen()
+    {
+        return devGen;
+    }
+
+    public void checkLiveness()
+    {
+        ensureAlive();
+        if (heartbeatStale)
+        {
+            knownDead = true;
+            ensureAlive();
+        }
+    }
+
+    public boolean lookupGlobal(final long address, final MrEntry out)
+    {
+        globalLookups++;
+        final long[] entry = find(global, address);
+        if (null == entry)
+        {
+            return false;
+        }
+        out.set(entry[0], entry[1], (int)entry[2], 1);
+        return true;
+    }
+
+    public void createMr(final long address, final long length, final MrEntry out)
+    {
+        creates++;
+        final long[] entry = find(registrable, address);
+        if (null == entry)
+        {
+            throw new MrdException(ErrorCode.ENXIO, "address " + Sizes.hex(address) + " is outside managed memory");
+        }
+        global.put(entry[0], entry);
+        out.set(entry[0], entry[1], (int)entry[2], -1);
+    }
+
+    static long[] find(final TreeMap<Long, long[]> map, final long address)
+    {
+        final Map.Entry<Long, long[]> floor = map.floorEntry(address);
+        return null != floor && address < floor.getValue()[1] ? floor.getValue() : null;
+    }
+}

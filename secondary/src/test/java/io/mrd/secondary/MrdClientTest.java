@@ -1,0 +1,277 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.ProcMaps;
+import io.mrd.layout.sys.Sizes;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link MrdClient} against {@link FakeDaemon}: attach, same-address memory, the cache's create path, fd
+ * passing, timeouts, and every way of noticing the daemon is gone.
+ */
+final class MrdClientTest
+{
+    private static final long DEADLINE_MS = 10_000;
+
+    @TempDir
+    Path dir;
+
+    private FakeDaemon daemon;
+    private MrdClient client;
+
+    @AfterEach
+    void tearDown() throws Exception
+    {
+        if (null != client)
+        {
+            client.close();
+        }
+        if (null != daemon)
+        {
+            daemon.close();
+        }
+    }
+
+    private MrdClient attach()
+    {
+        return MrdClient.attach(new MrdClient.Context().dir(dir).name("test").requestTimeoutMs(2_000)
+            .environment(Map.of()));
+    }
+
+    @Test
+    void noDaemonIsConnectionRefusedWithWhatToDo()
+    {
+        final MrdException ex = assertThrows(MrdException.class, this::attach);
+        assertEquals(ErrorCode.ECONNREFUSED, ex.code());
+        assertTrue(ex.getMessage().contains("start one with 'mrd start --dir " + dir + "'"), ex.getMessage());
+    }
+
+    @Test
+    void staleOrClosedHeartbeatIsNoDaemon() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        daemon.freezeHeartbeat();
+        daemon.header.heartbeatMs(System.currentTimeMillis() - 60_000);
+        final MrdException stale = assertThrows(MrdException.class, this::attach);
+        assertEquals(ErrorCode.ECONNREFUSED, stale.code());
+        assertTrue(stale.getMessage().contains("heartbeat"), stale.getMessage());
+
+        daemon.closeHeartbeat();
+        final MrdException closed = assertThrows(MrdException.class, this::attach);
+        assertEquals(ErrorCode.ECONNREFUSED, closed.code());
+        assertTrue(closed.getMessage().contains("heartbeat closed"), closed.getMessage());
+        assertTrue(ProcMaps.isFree(FakeDaemon.BASE, FakeDaemon.BASE + FakeDaemon.LIST_LENGTH),
+            "a failed attach leaves no reservation");
+    }
+
+    @Test
+    void allocatesAtTheDaemonsAddressAndLooksUp() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        assertEquals(7, client.clientId());
+        assertEquals(daemon.epoch, client.epoch());
+
+        final MemorySegment memory = client.allocate(3 * Sizes.MIB);
+        assertEquals(FakeDaemon.BASE, memory.address());
+        assertEquals(4 * Sizes.MIB, memory.byteSize());
+        memory.set(JAVA_LONG, 4096, 0xC0FFEEL);
+        assertEquals(0xC0FFEEL, daemon.backing.get(JAVA_LONG, 4096), "the daemon sees what the client wrote");
+
+        final MrCache cache = client.newCache();
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(memory.address() + 4096, 4096));
+        assertEquals(1, cache.createRequests());
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(memory.asSlice(0, 64)));
+        assertEquals(1, cache.topHits());
+
+        final MrCache other = client.newCache();
+        assertEquals(FakeDaemon.LOW_LKEY, other.lkey(memory.address(), 1));
+        assertEquals(1, other.globalHits());
+        assertEquals(0, other.createRequests());
+        assertEquals(1, daemon.creates.get());
+
+        // The daemon registered two adjacent MRs: a buffer across their boundary has no lkey.
+        final long boundary = FakeDaemon.BASE + FakeDaemon.LIST_LENGTH / 2;
+        final MrdException straddle = assertThrows(MrdException.class, () -> cache.lkey(boundary - 64, 128));
+        assertEquals(ErrorCode.EINVAL, straddle.code());
+        assertEquals(FakeDaemon.HIGH_LKEY, cache.lkey(boundary, 128));
+
+        final MrdException outside = assertThrows(MrdException.class, () -> cache.lkey(0x10_0000L, 8));
+        assertEquals(ErrorCode.ENXIO, outside.code());
+        assertTrue(outside.getMessage().contains("outside managed memory"), outside.getMessage());
+
+        // FREE: unmapped here (back to the reservation), devGen moved, so local caches flush.
+        client.free(memory);
+        assertFalse(ProcMaps.covering(FakeDaemon.BASE).perms().startsWith("rw"), "freed memory stays reserved only");
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(FakeDaemon.BASE, 8));
+        assertEquals(1, cache.flushes());
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> client.free(memory)).code());
+    }
+
+    @Test
+    void registersExternalMemoryByPassingItsDescriptor() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final ExternalMemory memory = client.registerExternal(Sizes.MIB);
+        assertEquals(FakeDaemon.EXTERNAL_BASE, memory.address());
+        assertEquals(FakeDaemon.EXTERNAL_LKEY, memory.lkey());
+        memory.segment().set(JAVA_LONG, 64, 0x5EC0DAL);
+        assertEquals(0x5EC0DAL, daemon.external.get(JAVA_LONG, 64), "the daemon maps the same memfd");
+
+        // The connection is in order after the exchange.
+        assertEquals(FakeDaemon.BASE, client.allocate(1).address());
+        client.deregisterExternal(memory);
+        assertFalse(ProcMaps.covering(FakeDaemon.EXTERNAL_BASE).perms().startsWith("rw"));
+    }
+
+    @Test
+    void unansweredRequestTimesOutNamingIt() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = MrdClient.attach(new MrdClient.Context().dir(dir).requestTimeoutMs(300).environment(Map.of()));
+        daemon.answerCreates = false;
+        final MrCache cache = client.newCache();
+        final MrdException ex = assertThrows(MrdException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
+        assertEquals(ErrorCode.ETIMEDOUT, ex.code());
+        assertTrue(ex.getMessage().contains("CREATE_MR(0x3a0000000000, 8)"), ex.getMessage());
+        assertFalse(client.isBroken());
+        daemon.answerCreates = true;
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(FakeDaemon.BASE, 8));
+    }
+
+    @Test
+    void closedConnectionMeansDeadEvenForCachedEntries() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final MrCache cache = client.newCache();
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(FakeDaemon.BASE, 8));
+
+        daemon.dropConnections();
+        awaitTrue(client::isBroken);
+        final DaemonDeadException ex = assertThrows(DaemonDeadException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
+        assertEquals(ErrorCode.ECONNRESET, ex.code());
+        assertTrue(ex.getMessage().contains("daemon pid " + FakeDaemon.PID), ex.getMessage());
+        assertTrue(ex.getMessage().contains("closed the connection"), ex.getMessage());
+        assertTrue(ex.getMessage().contains("re-attach"), ex.getMessage());
+        assertThrows(DaemonDeadException.class, () -> client.allocate(1));
+    }
+
+    @Test
+    void watchdogNoticesAFrozenHeartbeat() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final MrCache cache = client.newCache();
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(FakeDaemon.BASE, 8));
+
+        daemon.freezeHeartbeat();
+        awaitTrue(client::isBroken);
+        final DaemonDeadException ex = assertThrows(DaemonDeadException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
+        assertTrue(ex.getMessage().contains("died (heartbeat"), ex.getMessage());
+    }
+
+    @Test
+    void slowPathChecksTheHeartbeatItself() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        // A watchdog that never gets to look: only the slow path can notice.
+        client = MrdClient.attach(new MrdClient.Context().dir(dir).watchdogIntervalMs(3_600_000)
+            .environment(Map.of()));
+        final MrCache cache = client.newCache();
+        daemon.freezeHeartbeat();
+        daemon.header.heartbeatMs(System.currentTimeMillis() - 60_000);
+        assertThrows(DaemonDeadException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
+        assertEquals(0, daemon.creates.get(), "no request went to a dead daemon");
+    }
+
+    @Test
+    void epochOfTheWelcomeMustMatchTheControlFile() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        daemon.welcomeEpoch = 12345;
+        final MrdException ex = assertThrows(MrdException.class, this::attach);
+        assertEquals(ErrorCode.ESTALE, ex.code());
+        assertTrue(ProcMaps.isFree(FakeDaemon.BASE, FakeDaemon.BASE + FakeDaemon.LIST_LENGTH));
+    }
+
+    @Test
+    void takenRangeNamesItAndTheFlag() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        final MemorySegment squatter = Posix.reserve(FakeDaemon.EXTERNAL_BASE + Sizes.MIB, Sizes.MIB);
+        try
+        {
+            final MrdException ex = assertThrows(MrdException.class, this::attach);
+            assertEquals(ErrorCode.EEXIST, ex.code());
+            assertTrue(ex.getMessage().contains("--base-virtaddr"), ex.getMessage());
+            assertTrue(ex.getMessage().contains(Sizes.hex(FakeDaemon.EXTERNAL_BASE)), ex.getMessage());
+            assertTrue(ProcMaps.isFree(FakeDaemon.BASE, FakeDaemon.BASE + FakeDaemon.LIST_LENGTH),
+                "the list's reservation is undone");
+        }
+        finally
+        {
+            Posix.munmap(squatter.address(), squatter.byteSize());
+        }
+    }
+
+    @Test
+    void closeIsIdempotentAndUnmapsEverything() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final MrCache cache = client.newCache();
+        client.allocate(1);
+        client.close();
+        client.close();
+        assertTrue(ProcMaps.isFree(FakeDaemon.BASE, FakeDaemon.BASE + FakeDaemon.LIST_LENGTH));
+        assertTrue(ProcMaps.isFree(FakeDaemon.EXTERNAL_BASE, FakeDaemon.EXTERNAL_BASE + FakeDaemon.EXTERNAL_LENGTH));
+        assertEquals(ErrorCode.EBADF, assertThrows(MrdException.class, () -> cache.lkey(FakeDaemon.BASE, 8)).code());
+        client = null;
+    }
+
+    @Test
+    void contextResolvesFromTheEnvironment()
+    {
+        final MrdClient.Context context = new MrdClient.Context().environment(Map.of(
+            "MRD_DIR", "/tmp/some-mrd", "MRD_CLIENT_NAME", "worker-1", "MRD_REQUEST_TIMEOUT_MS", "750")).conclude();
+        assertEquals(Path.of("/tmp/some-mrd"), context.dir());
+        assertEquals("worker-1", context.name());
+        assertEquals(750, context.requestTimeoutMs());
+        assertEquals(MrdClient.Context.DEFAULT_ATTACH_TIMEOUT_MS, context.attachTimeoutMs());
+        assertTrue(context.toString().contains("/tmp/some-mrd"));
+
+        assertEquals(Path.of("/run/user/1/mrd"),
+            new MrdClient.Context().environment(Map.of("XDG_RUNTIME_DIR", "/run/user/1")).conclude().dir());
+        assertEquals(Path.of("/explicit"), new MrdClient.Context().dir(Path.of("/explicit"))
+            .environment(Map.of("MRD_DIR", "/tmp/x")).conclude().dir());
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> new MrdClient.Context()
+            .environment(Map.of("MRD_REQUEST_TIMEOUT_MS", "soon")).conclude()).code());
+    }
+
+    private static void awaitTrue(final BooleanSupplier condition) throws InterruptedException
+    {
+        final long deadline = System.currentTimeMillis() + DEADLINE_MS;
+        while (!condition.getAsBoolean())
+        {
+            assertTrue(System.currentTimeMillis() < deadline, "condition not met within " + DEADLINE_MS + " ms");
+            Thread.sleep(10);
+        }
+    }
+}

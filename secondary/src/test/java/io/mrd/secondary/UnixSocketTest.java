@@ -1,0 +1,161 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link UnixSocket} against the JDK's Unix-domain channels and against itself (fd passing).
+ */
+final class UnixSocketTest
+{
+    @TempDir
+    Path dir;
+
+    @Test
+    void connectsWritesAndReadsWithAJdkServer() throws Exception
+    {
+        final Path path = dir.resolve("t.sock");
+        try (ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            Arena arena = Arena.ofConfined())
+        {
+            server.bind(UnixDomainSocketAddress.of(path));
+            try (UnixSocket client = UnixSocket.connect(path); SocketChannel peer = server.accept())
+            {
+                final byte[] hello = "hello, primary".getBytes(StandardCharsets.US_ASCII);
+                final MemorySegment out = arena.allocate(hello.length);
+                MemorySegment.copy(hello, 0, out, JAVA_BYTE, 0, hello.length);
+                client.writeFully(out, 0, hello.length);
+                final ByteBuffer received = ByteBuffer.allocate(hello.length);
+                while (received.hasRemaining())
+                {
+                    assertTrue(peer.read(received) > 0);
+                }
+                assertEquals("hello, primary", new String(received.array(), StandardCharsets.US_ASCII));
+
+                peer.write(ByteBuffer.wrap("welcome".getBytes(StandardCharsets.US_ASCII)));
+                final MemorySegment in = arena.allocate(64);
+                int got = 0;
+                while (got < 7)
+                {
+                    got += client.read(in, got, 64 - got);
+                }
+                assertEquals("welcome", new String(in.asSlice(0, 7).toArray(JAVA_BYTE), StandardCharsets.US_ASCII));
+
+                peer.close();
+                assertEquals(0, client.read(in, 0, 64), "end of stream when the peer closes");
+                // Writing to a closed peer is an error, never SIGPIPE.
+                final MrdException ex = assertThrows(MrdException.class, () ->
+                {
+                    for (int i = 0; i < 100; i++)
+                    {
+                        client.writeFully(out, 0, hello.length);
+                    }
+                });
+                assertTrue(ex.code() == ErrorCode.EPIPE || ex.code() == ErrorCode.ECONNRESET, ex.toString());
+            }
+        }
+    }
+
+    @Test
+    void connectToNothingNamesThePath()
+    {
+        final Path path = dir.resolve("none.sock");
+        final MrdException ex = assertThrows(MrdException.class, () -> UnixSocket.connect(path));
+        assertEquals(ErrorCode.ENOENT, ex.code());
+        assertTrue(ex.getMessage().contains(path.toString()), ex.getMessage());
+    }
+
+    @Test
+    void refusesAPathTooLongForSunPath()
+    {
+        final Path path = dir.resolve("x".repeat(120));
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> UnixSocket.connect(path)).code());
+    }
+
+    @Test
+    void shutdownWakesABlockedReader() throws Exception
+    {
+        final UnixSocket[] pair = UnixSocket.pair();
+        try (Arena arena = Arena.ofShared())
+        {
+            final MemorySegment in = arena.allocate(16);
+            final int[] result = {-1};
+            final Thread reader = new Thread(() -> result[0] = pair[0].read(in, 0, 16));
+            reader.start();
+            pair[0].shutdown();
+            reader.join(10_000);
+            assertEquals(0, result[0]);
+        }
+        finally
+        {
+            pair[0].close();
+            pair[1].close();
+        }
+    }
+
+    @Test
+    void passesAFileDescriptor()
+    {
+        final UnixSocket[] pair = UnixSocket.pair();
+        final int memfd = Posix.memfdCreate("unix-socket-test", Posix.MFD_CLOEXEC);
+        int received = -1;
+        MemorySegment first = null;
+        MemorySegment second = null;
+        try
+        {
+            Posix.ftruncate(memfd, 4096);
+            first = Posix.map(4096, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, memfd, 0);
+            first.set(JAVA_LONG, 0, 0x1122_3344_5566_7788L);
+
+            pair[0].sendFd(memfd, (byte)0);
+            received = pair[1].receiveFd();
+            assertTrue(received >= 0);
+            assertNotEquals(memfd, received);
+
+            second = Posix.map(4096, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, received, 0);
+            assertEquals(0x1122_3344_5566_7788L, second.get(JAVA_LONG, 0), "the same file behind both descriptors");
+            second.set(JAVA_LONG, 8, 42);
+            assertEquals(42, first.get(JAVA_LONG, 8));
+
+            assertThrows(MrdException.class, () -> pair[0].sendFd(-1, (byte)0));
+        }
+        finally
+        {
+            if (null != first)
+            {
+                Posix.munmapQuietly(first.address(), 4096);
+            }
+            if (null != second)
+            {
+                Posix.munmapQuietly(second.address(), 4096);
+            }
+            if (received >= 0)
+            {
+                Posix.close(received);
+            }
+            Posix.close(memfd);
+            pair[0].close();
+            pair[1].close();
+        }
+    }
+}
