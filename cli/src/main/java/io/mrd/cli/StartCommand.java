@@ -38,7 +38,8 @@ import java.util.concurrent.Callable;
         "Examples:",
         "  mrd start --dir /tmp/mrd",
         "  mrd start --dir /tmp/mrd --max-memory 4GiB --huge-dir /dev/hugepages --foreground",
-        "  mrd start --base-virtaddr 0x200000000000 --max-pinned 1GiB"
+        "  mrd start --base-virtaddr 0x200000000000 --max-pinned 1GiB",
+        "  mrd start --metrics :9464            then: curl -s http://127.0.0.1:9464/metrics"
     })
 public final class StartCommand implements Callable<Integer>
 {
@@ -101,6 +102,11 @@ public final class StartCommand implements Callable<Integer>
     @Option(names = "--allow-gid", paramLabel = "GID",
         description = "Also accept peers of this group (repeatable). The daemon's uid and root are always accepted.")
     List<Integer> allowGids = new ArrayList<>();
+
+    @Option(names = "--metrics", paramLabel = "HOST:PORT",
+        description = "Serve the counters in Prometheus text format on http://HOST:PORT/metrics " +
+            "(a bare :PORT or PORT listens on 127.0.0.1 only).")
+    String metrics;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
     String logLevel;
@@ -178,6 +184,10 @@ public final class StartCommand implements Callable<Integer>
             context.registrationLatencyNanos(registrationLatencyMicros * 1000);
         }
         allowGids.forEach(context::allowGid);
+        if (null != metrics)
+        {
+            context.metrics(metrics);
+        }
         context.mrExtMemseg(mrExtMemseg);
         return context.applyEnvironment(System.getenv()).conclude();
     }

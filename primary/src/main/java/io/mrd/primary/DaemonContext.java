@@ -52,6 +52,7 @@ public final class DaemonContext
     private long registrationLatencyNanos;
     private Optional<String> device = Optional.empty();
     private final List<Integer> allowGids = new ArrayList<>();
+    private Optional<java.net.InetSocketAddress> metricsAddress = Optional.empty();
     private boolean concluded;
 
     private int listCount;
@@ -412,6 +413,40 @@ public final class DaemonContext
         return this;
     }
 
+    /**
+     * @return where {@code /metrics} is served, if anywhere.
+     */
+    public Optional<java.net.InetSocketAddress> metricsAddress()
+    {
+        return metricsAddress;
+    }
+
+    /**
+     * @param value {@code HOST:PORT}, {@code :PORT} or {@code PORT}; without a host, the loopback address.
+     * @throws MrdException EINVAL naming the value when it is not of that form.
+     */
+    public DaemonContext metrics(final String value)
+    {
+        final int colon = value.lastIndexOf(':');
+        final String host = colon <= 0 ? "127.0.0.1" : value.substring(0, colon);
+        final String port = colon < 0 ? value : value.substring(colon + 1);
+        try
+        {
+            final int number = Integer.parseInt(port);
+            if (number < 0 || number > 65535)
+            {
+                throw new NumberFormatException();
+            }
+            metricsAddress = Optional.of(new java.net.InetSocketAddress(
+                host.startsWith("[") ? host.substring(1, host.length() - 1) : host, number));
+            return this;
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw invalid("--metrics '" + value + "' is not HOST:PORT (e.g. 127.0.0.1:9464 or :9464)");
+        }
+    }
+
     public List<Integer> allowGids()
     {
         return allowGids;
@@ -461,6 +496,7 @@ public final class DaemonContext
             ", failNth=" + failNth +
             ", registrationLatencyNanos=" + registrationLatencyNanos +
             ", allowGids=" + allowGids +
+            ", metrics=" + metricsAddress.map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") +
             '}';
     }
 }

@@ -2,27 +2,42 @@ package io.mrd.primary;
 
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
+import io.prometheus.metrics.config.EscapingScheme;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import org.agrona.concurrent.status.CountersReader;
 
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * The daemon's counters in the Prometheus text exposition format (version 0.0.4): what {@code mrd stat
- * --prometheus} prints and what {@code mrd start --metrics HOST:PORT} serves on {@code /metrics}. Both read
- * the control file's counters section, so the output is the same whoever renders it.
+ * The daemon's counters as Prometheus metrics: what {@code mrd stat --prometheus} prints and what
+ * {@code mrd start --metrics HOST:PORT} serves on {@code /metrics}. Both build the same snapshots from the
+ * control file's counters section ({@link #snapshots}) and let the Prometheus Java client write them, so the
+ * output is the same whoever renders it.
  * <p>
- * Every {@link MrdCounter} becomes {@code mrd_<metricName>}: a {@code counter} when the name ends in
- * {@code _total}, else a {@code gauge}. Three gauges are added: {@code mrd_up} (1 while the heartbeat is fresh),
- * {@code mrd_heartbeat_age_ms} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header;
- * the {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated).
+ * Every {@link MrdCounter} becomes {@code mrd_<metricName>}: a counter when the name ends in {@code _total},
+ * else a gauge. Three gauges are added: {@code mrd_up} (1 while the heartbeat is fresh), {@code
+ * mrd_heartbeat_age_ms} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header; the
+ * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated).
  */
 public final class MetricsText
 {
     /** The content type to serve the text with. */
-    public static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+    public static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
     /** Prefix of every metric name. */
     public static final String PREFIX = "mrd_";
+
+    private static final String TOTAL = "_total";
 
     private MetricsText()
     {
@@ -34,25 +49,42 @@ public final class MetricsText
      */
     public static String render(final ControlFile ctl)
     {
-        return render(ctl, System.currentTimeMillis());
+        final ByteArrayOutputStream out = new ByteArrayOutputStream(4096);
+        try
+        {
+            PrometheusTextFormatWriter.create().write(out, snapshots(ctl), EscapingScheme.DEFAULT);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * @return the metrics of the control file now.
+     */
+    public static MetricSnapshots snapshots(final ControlFile ctl)
+    {
+        return snapshots(ctl, System.currentTimeMillis());
     }
 
     /**
      * @param nowMs the wall clock, for the heartbeat age.
      */
-    public static String render(final ControlFile ctl, final long nowMs)
+    public static MetricSnapshots snapshots(final ControlFile ctl, final long nowMs)
     {
-        final StringBuilder out = new StringBuilder(4096);
+        final List<MetricSnapshot> metrics = new ArrayList<>();
         final long heartbeatAgeMs = ctl.heartbeatAgeMs(nowMs);
         final long staleMs = (long)DaemonContext.STALE_HEARTBEAT_INTERVALS *
             Math.max(1, ctl.header().heartbeatIntervalMs());
         final boolean up = heartbeatAgeMs >= 0 && heartbeatAgeMs <= staleMs;
-        metric(out, "up", "gauge", "1 while the daemon's heartbeat is fresh, 0 when it is stale or the daemon closed",
-            up ? 1 : 0);
-        metric(out, "heartbeat_age_ms", "gauge",
-            "milliseconds since the daemon's last heartbeat, -1 after a clean shutdown", heartbeatAgeMs);
-        metric(out, "dev_gen", "gauge", "devGen: bumped on every memory event that invalidates local caches",
-            ctl.header().devGen());
+        metrics.add(gauge("up", "1 while the daemon's heartbeat is fresh, 0 when it is stale or the daemon closed",
+            up ? 1 : 0));
+        metrics.add(gauge("heartbeat_age_ms", "milliseconds since the daemon's last heartbeat, -1 after a clean shutdown",
+            heartbeatAgeMs));
+        metrics.add(gauge("dev_gen", "devGen: bumped on every memory event that invalidates local caches",
+            ctl.header().devGen()));
         for (final Map.Entry<MrdCounter, Long> entry : counters(ctl).entrySet())
         {
             final MrdCounter counter = entry.getKey();
@@ -60,10 +92,16 @@ public final class MetricsText
             {
                 continue;
             }
-            metric(out, counter.metricName(), counter.metricName().endsWith("_total") ? "counter" : "gauge",
-                counter.label(), entry.getValue());
+            final String name = counter.metricName();
+            metrics.add(name.endsWith(TOTAL) ?
+                CounterSnapshot.builder()
+                    .name(PREFIX + name.substring(0, name.length() - TOTAL.length()))
+                    .help(counter.label())
+                    .dataPoint(CounterSnapshot.CounterDataPointSnapshot.builder().value(entry.getValue()).build())
+                    .build() :
+                gauge(name, counter.label(), entry.getValue()));
         }
-        return out.toString();
+        return new MetricSnapshots(metrics);
     }
 
     /**
@@ -84,16 +122,12 @@ public final class MetricsText
         return values;
     }
 
-    private static void metric(
-        final StringBuilder out, final String name, final String type, final String help, final long value)
+    private static GaugeSnapshot gauge(final String name, final String help, final double value)
     {
-        out.append("# HELP ").append(PREFIX).append(name).append(' ').append(escapeHelp(help)).append('\n');
-        out.append("# TYPE ").append(PREFIX).append(name).append(' ').append(type).append('\n');
-        out.append(PREFIX).append(name).append(' ').append(value).append('\n');
-    }
-
-    private static String escapeHelp(final String help)
-    {
-        return help.replace("\\", "\\\\").replace("\n", "\\n");
+        return GaugeSnapshot.builder()
+            .name(PREFIX + name)
+            .help(help)
+            .dataPoint(GaugeSnapshot.GaugeDataPointSnapshot.builder().value(value).build())
+            .build();
     }
 }

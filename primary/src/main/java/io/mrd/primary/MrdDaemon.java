@@ -51,6 +51,7 @@ public final class MrdDaemon implements AutoCloseable
     private final Thread heartbeat;
     /** Set in {@link #launch} once the engine exists and before the control file is published. */
     private volatile MrdServer server;
+    private volatile MetricsEndpoint metrics;
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile boolean closing;
 
@@ -161,9 +162,26 @@ public final class MrdDaemon implements AutoCloseable
             final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, engine);
+            if (context.metricsAddress().isPresent())
+            {
+                daemon.metrics = MetricsEndpoint.start(context.metricsAddress().get(), ctl);
+                LOG.info("metrics on http://{}:{}/metrics", context.metricsAddress().get().getHostString(),
+                    daemon.metrics.port());
+            }
             // The socket listens before the control file is published, so a published file means a daemon
             // that answers; a client that connects in between finds the version still 0 and waits.
-            daemon.server = MrdServer.start(context, runDirectory, ctl, engine, counters, errorLog, daemon::requestStop);
+            try
+            {
+                daemon.server = MrdServer.start(context, runDirectory, ctl, engine, counters, errorLog, daemon::requestStop);
+            }
+            catch (final RuntimeException ex)
+            {
+                if (null != daemon.metrics)
+                {
+                    daemon.metrics.close();
+                }
+                throw ex;
+            }
             header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
             daemon.heartbeat.start();
             LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.dir(),
@@ -289,6 +307,14 @@ public final class MrdDaemon implements AutoCloseable
     /**
      * @return the socket server (null only while {@link #launch} is still starting it).
      */
+    /**
+     * @return the metrics endpoint, or null without {@code --metrics}.
+     */
+    public MetricsEndpoint metrics()
+    {
+        return metrics;
+    }
+
     public MrdServer server()
     {
         return server;
@@ -348,6 +374,10 @@ public final class MrdDaemon implements AutoCloseable
             if (null != server)
             {
                 server.close();
+            }
+            if (null != metrics)
+            {
+                metrics.close();
             }
             controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
             heartbeat.interrupt();

@@ -4,6 +4,7 @@ import io.mrd.bench.JvmFlags;
 import io.mrd.bench.fixture.GlobalCacheFixture;
 import io.mrd.bench.report.ResultFile;
 import org.openjdk.jmh.results.BenchmarkResult;
+import org.openjdk.jmh.results.IterationResult;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.results.format.ResultFormatType;
 import org.openjdk.jmh.runner.Runner;
@@ -17,6 +18,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Locale;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
@@ -25,6 +27,10 @@ import java.util.concurrent.TimeUnit;
  * started with the mrd JVM flags, JSON to {@code jmh.json} and JMH's log to {@code jmh.log} in the results
  * directory, and one line per benchmark to {@code jmh.tsv} named as the C reference names its rows
  * (method name, then the parameter values: {@code global.65536}).
+ * <p>
+ * The value in {@code jmh.tsv} is the best (lowest) measured iteration, the mean and its error are in the
+ * note: this machine class is small and shared, and a descheduled iteration says nothing about the code.
+ * The C reference reports the best of its timed runs likewise, so the ratio compares like with like.
  * <p>
  * Quick: 1 fork, 2 warm-up iterations of 0.5 s, 3 measured iterations of 1 s. Full: 2 forks, 3 of 1 s, 5 of 2 s.
  */
@@ -68,11 +74,19 @@ public final class JmhRunner
             {
                 row.append('.').append(key);
             }
-            final double score = aggregate.getPrimaryResult().getScore();
+            final double mean = aggregate.getPrimaryResult().getScore();
             final double error = aggregate.getPrimaryResult().getScoreError();
-            ResultFile.append(tsv, new ResultFile.Result("java", row.toString(), score, "ns",
-                Double.isNaN(error) ? "" : String.format(java.util.Locale.ROOT, "±%.3f (99.9%% CI)", error)));
-            System.out.printf(java.util.Locale.ROOT, "jmh: %-24s %10.3f ns%n", row, score);
+            double best = Double.MAX_VALUE;
+            for (final BenchmarkResult fork : run.getBenchmarkResults())
+            {
+                for (final IterationResult iteration : fork.getIterationResults())
+                {
+                    best = Math.min(best, iteration.getPrimaryResult().getScore());
+                }
+            }
+            ResultFile.append(tsv, new ResultFile.Result("java", row.toString(), best, "ns",
+                String.format(Locale.ROOT, "best iteration; mean %.3f ±%.3f (99.9%% CI)", mean, error)));
+            System.out.printf(Locale.ROOT, "jmh: %-24s best %10.3f ns, mean %10.3f ns%n", row, best, mean);
         }
     }
 

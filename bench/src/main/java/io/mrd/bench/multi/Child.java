@@ -3,6 +3,7 @@ package io.mrd.bench.multi;
 import io.mrd.bench.JvmFlags;
 
 import java.io.IOException;
+import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -17,19 +18,21 @@ import java.util.function.Predicate;
 /**
  * A JVM the multi-process benchmark started: this JVM's java and class path, the mrd flags, full JIT (the
  * test launcher's {@code TieredStopAtLevel=1} would distort every number), output to a log file that is
- * kept with the results. Closing kills it if it is still running.
+ * kept with the results, commands written to its standard input. Closing kills it if it is still running.
  */
 final class Child implements AutoCloseable
 {
     private final String name;
     private final Process process;
     private final Path log;
+    private final PrintStream input;
 
-    private Child(final String name, final Process process, final Path log)
+    private Child(final String name, final Process process, final Path log, final PrintStream input)
     {
         this.name = name;
         this.process = process;
         this.log = log;
+        this.input = input;
     }
 
     static Child start(final String name, final Path log, final List<String> jvmFlags, final String mainClass,
@@ -42,9 +45,10 @@ final class Child implements AutoCloseable
             final Process process = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
-                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .redirectInput(ProcessBuilder.Redirect.PIPE)
                 .start();
-            return new Child(name, process, log);
+            return new Child(name, process, log, new PrintStream(process.getOutputStream(), true,
+                StandardCharsets.UTF_8));
         }
         catch (final IOException ex)
         {
@@ -55,6 +59,20 @@ final class Child implements AutoCloseable
     String name()
     {
         return name;
+    }
+
+    /**
+     * Writes one command line to the child's standard input.
+     *
+     * @throws IllegalStateException when the child is gone.
+     */
+    void send(final String command)
+    {
+        input.println(command);
+        if (input.checkError())
+        {
+            throw new IllegalStateException("cannot send '" + command + "' to " + name + ": it exited? " + tail());
+        }
     }
 
     List<String> lines()
@@ -151,6 +169,7 @@ final class Child implements AutoCloseable
 
     public void close()
     {
+        input.close();
         if (process.isAlive())
         {
             process.destroyForcibly();

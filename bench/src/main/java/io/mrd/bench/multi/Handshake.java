@@ -1,56 +1,32 @@
 package io.mrd.bench.multi;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
 
 /**
  * How the benchmark's processes line up without sleeps as synchronisation: a child prints {@link #READY}
- * once warmed up and waits for the go file; the orchestrator creates it when every child is ready, so that
- * all secondaries measure the same seconds. A child's numbers come back as one {@link #RESULT} line of
- * {@code key=value} pairs.
+ * once warmed up, then waits blocked on its standard input for commands; the orchestrator sends them to
+ * every participant of a run at once, so that all measure the same seconds. A child's numbers come back as
+ * one {@link #RESULT} line of {@code key=value} pairs, starting with {@code run=K}.
  */
 final class Handshake
 {
     static final String READY = "READY";
     static final String RESULT = "RESULT";
+    static final String QUIT = "quit";
 
     private Handshake()
     {
     }
 
     /**
-     * Waits for {@code file} to exist.
-     *
-     * @throws IllegalStateException when it does not appear within {@code timeoutMs}.
+     * @return the predicate of run {@code run}'s RESULT line.
      */
-    static void awaitFile(final Path file, final long timeoutMs)
+    static Predicate<String> resultOf(final int run)
     {
-        final long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
-        while (!Files.exists(file))
-        {
-            if (System.nanoTime() > deadline)
-            {
-                throw new IllegalStateException("no " + file + " after " + timeoutMs + " ms: the orchestrator is gone?");
-            }
-            LockSupport.parkNanos(200_000);
-        }
-    }
-
-    static void touch(final Path file)
-    {
-        try
-        {
-            Files.writeString(file, "go\n");
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException("cannot create " + file, ex);
-        }
+        final String prefix = RESULT + " run=" + run + " ";
+        return line -> line.startsWith(prefix);
     }
 
     static String result(final Map<String, ?> values)

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -67,18 +68,53 @@ public final class MultiProcessBench
             throw new UncheckedIOException(ex);
         }
         final double seconds = quick ? 3 : 10;
+        final int maxSecondaries = ReportTable.PROCESS_COUNTS[ReportTable.PROCESS_COUNTS.length - 1];
+        final List<Child> secondaries = new ArrayList<>();
+        Child writer = null;
         try (Child daemon = startDaemon(dir))
         {
+            // Every secondary and the writer start once, together, and wait blocked on their standard input
+            // between runs: no JVM start or JIT warm-up inside a run, no CPU spent by the idle ones.
+            System.out.println("multi: starting " + maxSecondaries + " secondaries and a writer");
+            writer = Child.start("writer", logs.resolve("writer.log"), childFlags, WriterMain.class.getName(),
+                List.of(dir.toString()));
+            for (int i = 0; i < maxSecondaries; i++)
+            {
+                secondaries.add(Child.start("secondary-" + i, logs.resolve("secondary-" + i + ".log"), childFlags,
+                    SecondaryMain.class.getName(), List.of(dir.toString(), String.valueOf(SECONDARY_ALLOC),
+                        String.valueOf(SECONDARY_BUFFERS), String.valueOf(1000 + i))));
+            }
+            writer.awaitLine(Handshake.READY::equals, START_TIMEOUT);
+            for (final Child secondary : secondaries)
+            {
+                secondary.awaitLine(Handshake.READY::equals, START_TIMEOUT);
+            }
+            int run = 0;
             for (final int n : ReportTable.PROCESS_COUNTS)
             {
-                lookups(dir, n, false, seconds);
-                lookups(dir, n, true, seconds);
+                lookups(++run, secondaries.subList(0, n), null, seconds);
+                lookups(++run, secondaries.subList(0, n), writer, seconds);
             }
+            for (final Child child : secondaries)
+            {
+                child.send(Handshake.QUIT);
+            }
+            writer.send(Handshake.QUIT);
+            for (final Child child : secondaries)
+            {
+                child.awaitExit(START_TIMEOUT);
+            }
+            writer.awaitExit(START_TIMEOUT);
             roundTrips(dir);
             daemon.stop(Duration.ofSeconds(20));
         }
         finally
         {
+            secondaries.forEach(Child::close);
+            if (null != writer)
+            {
+                writer.close();
+            }
             deleteQuietly(dir);
         }
     }
@@ -101,74 +137,50 @@ public final class MultiProcessBench
         return daemon;
     }
 
-    private void lookups(final Path dir, final int n, final boolean withWriter, final double seconds)
+    private void lookups(final int run, final List<Child> secondaries, final Child writer, final double seconds)
     {
-        final String run = n + (withWriter ? ".writer" : "");
-        System.out.printf("multi: %d secondar%s%s, %.0f s%n", n, n == 1 ? "y" : "ies",
-            withWriter ? " + writer" : "", seconds);
-        final Path go = dir.resolve("go-" + run);
-        final Path stop = dir.resolve("stop-" + run);
-        final List<Child> children = new ArrayList<>();
-        Child writer = null;
-        try
+        final int n = secondaries.size();
+        final String name = n + (null != writer ? ".writer" : "");
+        System.out.printf(Locale.ROOT, "multi: %d secondar%s%s, %.0f s%n", n, n == 1 ? "y" : "ies",
+            null != writer ? " + writer at " + (int)WRITER_RATE + "/s" : "", seconds);
+        if (null != writer)
         {
-            if (withWriter)
-            {
-                writer = Child.start("writer-" + run, logs.resolve("writer-" + run + ".log"), childFlags,
-                    WriterMain.class.getName(), List.of(dir.toString(), go.toString(), stop.toString(),
-                        String.valueOf(WRITER_RATE)));
-            }
-            for (int i = 0; i < n; i++)
-            {
-                children.add(Child.start("secondary-" + run + "-" + i,
-                    logs.resolve("secondary-" + run + "-" + i + ".log"), childFlags, SecondaryMain.class.getName(),
-                    List.of(dir.toString(), go.toString(), String.valueOf(seconds), String.valueOf(SECONDARY_ALLOC),
-                        String.valueOf(SECONDARY_BUFFERS), String.valueOf(1000 + i))));
-            }
-            if (null != writer)
-            {
-                writer.awaitLine(Handshake.READY::equals, START_TIMEOUT);
-            }
-            for (final Child child : children)
-            {
-                child.awaitLine(Handshake.READY::equals, START_TIMEOUT);
-            }
-            Handshake.touch(go);
-            double total = 0;
-            for (int i = 0; i < n; i++)
-            {
-                final Child child = children.get(i);
-                final Map<String, String> result = Handshake.parseResult(
-                    child.awaitLine(line -> line.startsWith(Handshake.RESULT), START_TIMEOUT));
-                final int exit = child.awaitExit(START_TIMEOUT);
-                if (exit != 0 || !"0".equals(result.get("errors")))
-                {
-                    throw new IllegalStateException(child.name() + " exited with " + exit + " after " +
-                        result.get("errors") + " lookup errors:\n" + child.tail());
-                }
-                final double rate = Double.parseDouble(result.get("lookupsPerSecond"));
-                total += rate;
-                record("lookups." + run + ".proc" + i, rate, "lookups/s", result.toString());
-            }
-            record("lookups." + run + ".total", total, "lookups/s", "");
-            if (null != writer)
-            {
-                Handshake.touch(stop);
-                final Map<String, String> result = Handshake.parseResult(
-                    writer.awaitLine(line -> line.startsWith(Handshake.RESULT), START_TIMEOUT));
-                writer.awaitExit(START_TIMEOUT);
-                record("writer.rate", Double.parseDouble(result.get("rate")), "cycles/s", result.toString());
-            }
-            System.out.printf("multi:   total %.1f M lookups/s%n", total / 1e6);
+            writer.send("start " + run + " " + WRITER_RATE);
         }
-        finally
+        for (final Child secondary : secondaries)
         {
-            children.forEach(Child::close);
-            if (null != writer)
-            {
-                writer.close();
-            }
+            secondary.send("run " + run + " " + seconds);
         }
+        final Duration timeout = Duration.ofSeconds((long)seconds).plus(START_TIMEOUT);
+        double total = 0;
+        for (int i = 0; i < n; i++)
+        {
+            final Child child = secondaries.get(i);
+            final Map<String, String> result = Handshake.parseResult(child.awaitLine(Handshake.resultOf(run), timeout));
+            if (!"0".equals(result.get("errors")))
+            {
+                throw new IllegalStateException(child.name() + " had " + result.get("errors") +
+                    " lookup errors in run " + run + ":\n" + child.tail());
+            }
+            final double rate = Double.parseDouble(result.get("lookupsPerSecond"));
+            total += rate;
+            record("lookups." + name + ".proc" + i, rate, "lookups/s", result.toString());
+        }
+        record("lookups." + name + ".total", total, "lookups/s", "");
+        String reached = "";
+        if (null != writer)
+        {
+            writer.send("stop");
+            final Map<String, String> result = Handshake.parseResult(writer.awaitLine(Handshake.resultOf(run), timeout));
+            if (!"0".equals(result.get("errors")))
+            {
+                throw new IllegalStateException("the writer had " + result.get("errors") + " errors in run " + run +
+                    ":\n" + writer.tail());
+            }
+            record("writer." + n + ".rate", Double.parseDouble(result.get("rate")), "cycles/s", result.toString());
+            reached = ", writer reached " + result.get("rate") + "/s";
+        }
+        System.out.printf(Locale.ROOT, "multi:   total %.1f M lookups/s%s%n", total / 1e6, reached);
     }
 
     private void roundTrips(final Path dir)

@@ -5,7 +5,11 @@ import io.mrd.layout.MrdException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -13,27 +17,36 @@ import java.util.Map;
 
 /**
  * One secondary of the multi-process benchmark: attach, allocate, one {@link MrCache}, random 64-byte buffers
- * in the allocation; warm up (the first lookups create the MRs), print READY, wait for the go file, then look
- * up lkeys for a fixed time and print a RESULT line.
+ * in the allocation; warm up (the first lookups create the MRs, then a second of lookups lets C2 compile the
+ * loop) and print READY. Then it obeys its standard input, blocked in a read (no CPU) between runs:
+ * {@code run K SECONDS} looks lkeys up for that long and prints {@code RESULT run=K ...}; {@code quit} (or end
+ * of input) frees, detaches and exits. The process lives through every run, so later runs start warm.
  * <p>
- * Arguments: {@code DIR GO_FILE SECONDS ALLOC_BYTES BUFFERS SEED}.
+ * Arguments: {@code DIR ALLOC_BYTES BUFFERS SEED}.
  */
 public final class SecondaryMain
 {
     private static final int CHECK_EVERY = 4096;
 
-    private SecondaryMain()
+    private final MrCache cache;
+    private final long[] addresses;
+    private final int mask;
+    private int cursor;
+    private long sink;
+
+    private SecondaryMain(final MrCache cache, final long[] addresses)
     {
+        this.cache = cache;
+        this.addresses = addresses;
+        this.mask = addresses.length - 1;
     }
 
-    public static void main(final String[] args)
+    public static void main(final String[] args) throws IOException
     {
         final Path dir = Path.of(args[0]);
-        final Path go = Path.of(args[1]);
-        final double seconds = Double.parseDouble(args[2]);
-        final long alloc = Long.parseLong(args[3]);
-        final int buffers = Integer.parseInt(args[4]);
-        final long seed = Long.parseLong(args[5]);
+        final long alloc = Long.parseLong(args[1]);
+        final int buffers = Integer.parseInt(args[2]);
+        final long seed = Long.parseLong(args[3]);
         if (Integer.bitCount(buffers) != 1)
         {
             throw new IllegalArgumentException("buffers must be a power of two: " + buffers);
@@ -41,7 +54,6 @@ public final class SecondaryMain
         try (MrdClient client = MrdClient.attach(dir))
         {
             final MemorySegment memory = client.allocate(alloc);
-            final MrCache cache = client.newCache();
             final long[] addresses = new long[buffers];
             final AddressPattern.SplitMix64 random = new AddressPattern.SplitMix64(seed);
             final long slots = memory.byteSize() / AddressPattern.BUFFER_LENGTH;
@@ -50,68 +62,84 @@ public final class SecondaryMain
                 addresses[i] = memory.address() + Long.remainderUnsigned(random.next(), slots) *
                     AddressPattern.BUFFER_LENGTH;
             }
-            // Warm-up: create the MRs, then run the loop long enough for C2 to compile it.
-            final long warmEnd = System.nanoTime() + 1_000_000_000L;
-            long sink = 0;
-            int cursor = 0;
-            while (System.nanoTime() < warmEnd)
+            final SecondaryMain secondary = new SecondaryMain(client.newCache(), addresses);
+            secondary.measure(1.0);
+            System.out.println(Handshake.READY);
+            System.out.flush();
+
+            final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
+            {
+                final String[] words = line.trim().split("\\s+");
+                if (words.length == 3 && words[0].equals("run"))
+                {
+                    final Map<String, Object> result = secondary.measure(Double.parseDouble(words[2]));
+                    final Map<String, Object> tagged = new LinkedHashMap<>();
+                    tagged.put("run", words[1]);
+                    tagged.putAll(result);
+                    System.out.println(Handshake.result(tagged));
+                    System.out.flush();
+                }
+                else
+                {
+                    System.out.println("unknown command: " + line);
+                }
+            }
+            client.free(memory);
+        }
+    }
+
+    private Map<String, Object> measure(final double seconds)
+    {
+        final long topHits = cache.topHits();
+        final long bottomHits = cache.bottomHits();
+        final long globalHits = cache.globalHits();
+        final long creates = cache.createRequests();
+        final long flushes = cache.flushes();
+        final long[] addresses = this.addresses;
+        final MrCache cache = this.cache;
+        long lookups = 0;
+        long errors = 0;
+        int i = cursor;
+        final long start = System.nanoTime();
+        final long deadline = start + (long)(seconds * 1e9);
+        long now;
+        do
+        {
+            try
             {
                 for (int n = 0; n < CHECK_EVERY; n++)
                 {
-                    sink += cache.lkey(addresses[cursor], AddressPattern.BUFFER_LENGTH);
-                    cursor = (cursor + 1) & (buffers - 1);
+                    sink += cache.lkey(addresses[i], AddressPattern.BUFFER_LENGTH);
+                    i = (i + 1) & mask;
                 }
+                lookups += CHECK_EVERY;
             }
-            final long topHits = cache.topHits();
-            final long bottomHits = cache.bottomHits();
-            final long globalHits = cache.globalHits();
-            final long creates = cache.createRequests();
-            final long flushes = cache.flushes();
-            System.out.println(Handshake.READY);
-            System.out.flush();
-            Handshake.awaitFile(go, 120_000);
-
-            long lookups = 0;
-            long errors = 0;
-            final long start = System.nanoTime();
-            final long deadline = start + (long)(seconds * 1e9);
-            long now;
-            do
+            catch (final MrdException ex)
             {
-                try
+                if (errors++ == 0)
                 {
-                    for (int n = 0; n < CHECK_EVERY; n++)
-                    {
-                        sink += cache.lkey(addresses[cursor], AddressPattern.BUFFER_LENGTH);
-                        cursor = (cursor + 1) & (buffers - 1);
-                    }
-                    lookups += CHECK_EVERY;
+                    System.out.println("lookup failed: " + ex.getMessage());
                 }
-                catch (final MrdException ex)
-                {
-                    errors++;
-                    if (errors == 1)
-                    {
-                        System.out.println("lookup failed: " + ex.getMessage());
-                    }
-                }
-                now = System.nanoTime();
+                i = (i + 1) & mask;
             }
-            while (now < deadline);
-            final double elapsed = (now - start) / 1e9;
-            final Map<String, Object> result = new LinkedHashMap<>();
-            result.put("lookups", lookups);
-            result.put("seconds", String.format(Locale.ROOT, "%.3f", elapsed));
-            result.put("lookupsPerSecond", String.format(Locale.ROOT, "%.0f", lookups / elapsed));
-            result.put("topHits", cache.topHits() - topHits);
-            result.put("bottomHits", cache.bottomHits() - bottomHits);
-            result.put("globalHits", cache.globalHits() - globalHits);
-            result.put("createRequests", cache.createRequests() - creates);
-            result.put("flushes", cache.flushes() - flushes);
-            result.put("errors", errors);
-            result.put("sink", sink & 0xFF);
-            System.out.println(Handshake.result(result));
-            client.free(memory);
+            now = System.nanoTime();
         }
+        while (now < deadline);
+        cursor = i;
+        final double elapsed = (now - start) / 1e9;
+        final Map<String, Object> result = new LinkedHashMap<>();
+        result.put("lookups", lookups);
+        result.put("seconds", String.format(Locale.ROOT, "%.3f", elapsed));
+        result.put("lookupsPerSecond", String.format(Locale.ROOT, "%.0f", lookups / elapsed));
+        result.put("topHits", cache.topHits() - topHits);
+        result.put("bottomHits", cache.bottomHits() - bottomHits);
+        result.put("globalHits", cache.globalHits() - globalHits);
+        result.put("createRequests", cache.createRequests() - creates);
+        result.put("flushes", cache.flushes() - flushes);
+        result.put("errors", errors);
+        result.put("sink", sink & 0xFF);
+        return result;
     }
 }

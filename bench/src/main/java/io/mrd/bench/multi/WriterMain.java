@@ -5,8 +5,11 @@ import io.mrd.layout.MrdException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -14,70 +17,113 @@ import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The writer of the multi-process benchmark: a secondary that, {@code RATE} times a second, allocates a
- * 2 MiB segment, looks its lkey up (a global miss: {@code CREATE_MR}, a registration and a global-cache
- * insert) and frees it (a memory free event: the primary rebuilds the global cache and bumps {@code devGen},
- * so every secondary's local caches flush). Runs from the go file to the stop file, then prints RESULT.
+ * The writer of the multi-process benchmark: a secondary that, at a fixed rate, allocates a 2 MiB segment,
+ * looks its lkey up (a global miss: {@code CREATE_MR}, a registration and a global-cache insert) and frees it
+ * (a memory free event: the primary rebuilds the global cache and bumps {@code devGen}, so every secondary's
+ * local caches flush). Prints READY after one cycle, then obeys its standard input: {@code start K RATE}
+ * begins cycling on a thread, {@code stop} ends it and prints {@code RESULT run=K ...}, {@code quit} exits.
  * <p>
- * Arguments: {@code DIR GO_FILE STOP_FILE RATE}.
+ * Arguments: {@code DIR}.
  */
 public final class WriterMain
 {
-    private WriterMain()
+    private final MrdClient client;
+    private final MrCache cache;
+    private volatile boolean stop;
+
+    private WriterMain(final MrdClient client)
     {
+        this.client = client;
+        this.cache = client.newCache();
     }
 
-    public static void main(final String[] args)
+    public static void main(final String[] args) throws Exception
     {
-        final Path dir = Path.of(args[0]);
-        final Path go = Path.of(args[1]);
-        final Path stop = Path.of(args[2]);
-        final double rate = Double.parseDouble(args[3]);
-        final long period = (long)(1e9 / rate);
-        try (MrdClient client = MrdClient.attach(dir))
+        try (MrdClient client = MrdClient.attach(Path.of(args[0])))
         {
-            final MrCache cache = client.newCache();
-            cycle(client, cache);
+            final WriterMain writer = new WriterMain(client);
+            writer.cycle();
             System.out.println(Handshake.READY);
             System.out.flush();
-            Handshake.awaitFile(go, 120_000);
-            long cycles = 0;
-            long errors = 0;
-            final long start = System.nanoTime();
-            long next = start;
-            while (!Files.exists(stop))
+            final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+            String line;
+            String run = null;
+            Thread thread = null;
+            final Map<String, Object> result = new LinkedHashMap<>();
+            while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
             {
-                next += period;
-                final long wait = next - System.nanoTime();
-                if (wait > 0)
+                final String[] words = line.trim().split("\\s+");
+                if (words.length == 3 && words[0].equals("start") && null == thread)
                 {
-                    LockSupport.parkNanos(wait);
+                    run = words[1];
+                    final double rate = Double.parseDouble(words[2]);
+                    writer.stop = false;
+                    result.clear();
+                    thread = new Thread(() -> writer.cycleAt(rate, result), "bench-writer");
+                    thread.start();
                 }
-                try
+                else if (words[0].equals("stop") && null != thread)
                 {
-                    cycle(client, cache);
-                    cycles++;
+                    writer.stop = true;
+                    thread.join();
+                    thread = null;
+                    final Map<String, Object> tagged = new LinkedHashMap<>();
+                    tagged.put("run", run);
+                    tagged.putAll(result);
+                    System.out.println(Handshake.result(tagged));
+                    System.out.flush();
                 }
-                catch (final MrdException ex)
+                else
                 {
-                    if (errors++ == 0)
-                    {
-                        System.out.println("writer cycle failed: " + ex.getMessage());
-                    }
+                    System.out.println("unknown command: " + line);
                 }
             }
-            final double elapsed = (System.nanoTime() - start) / 1e9;
-            final Map<String, Object> result = new LinkedHashMap<>();
-            result.put("cycles", cycles);
-            result.put("seconds", String.format(Locale.ROOT, "%.3f", elapsed));
-            result.put("rate", String.format(Locale.ROOT, "%.1f", cycles / elapsed));
-            result.put("flushes", cache.flushes());
-            result.put("errors", errors);
-            System.out.println(Handshake.result(result));
+            writer.stop = true;
+            if (null != thread)
+            {
+                thread.join();
+            }
         }
     }
 
-    private static void cycle(final MrdClient client, final MrCache cache)
+    private void cycleAt(final double rate, final Map<String, Object> result)
+    {
+        final long period = (long)(1e9 / rate);
+        final long flushes = cache.flushes();
+        long cycles = 0;
+        long errors = 0;
+        final long start = System.nanoTime();
+        long next = start;
+        while (!stop)
+        {
+            next += period;
+            final long wait = next - System.nanoTime();
+            if (wait > 0)
+            {
+                LockSupport.parkNanos(wait);
+            }
+            try
+            {
+                cycle();
+                cycles++;
+            }
+            catch (final MrdException ex)
+            {
+                if (errors++ == 0)
+                {
+                    System.out.println("writer cycle failed: " + ex.getMessage());
+                }
+            }
+        }
+        final double elapsed = (System.nanoTime() - start) / 1e9;
+        result.put("cycles", cycles);
+        result.put("seconds", String.format(Locale.ROOT, "%.3f", elapsed));
+        result.put("rate", String.format(Locale.ROOT, "%.1f", cycles / elapsed));
+        result.put("flushes", cache.flushes() - flushes);
+        result.put("errors", errors);
+    }
+
+    private void cycle()
     {
         final MemorySegment segment = client.allocate(AddressPattern.CHUNK);
         try

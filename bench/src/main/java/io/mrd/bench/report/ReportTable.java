@@ -185,11 +185,11 @@ public final class ReportTable
             rows.add(new Row(label, perSecond(total.getAsDouble()), "1 secondary: " + perSecond(one.getAsDouble()),
                 ratio(r), target, applies ? yesNo(r >= wanted) : notApplicable(n)));
         }
-        final OptionalDouble writerRate = value("multi", "writer.rate");
-        final String writer = writerRate.isPresent() ?
-            String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
         for (final int n : PROCESS_COUNTS)
         {
+            final OptionalDouble writerRate = value("multi", "writer." + n + ".rate");
+            final String writer = writerRate.isPresent() ?
+                String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
                 ", writer allocating+creating+freeing 100/s" + writer;
             final OptionalDouble with = value("multi", "lookups." + n + ".writer.total");

@@ -305,7 +305,6 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         name = clean;
         clientId = id;
         server.counters().increment(MrdCounter.CLIENTS_TOTAL);
-        server.counters().set(MrdCounter.CLIENTS_CONNECTED, server.clients().connected());
         LOG.info("client {} (pid {}, uid {}, {}) connected", id, pid, uid, clean.isEmpty() ? "no name" : clean);
         reply(correlationId, new Message.Welcome(ErrorCode.OK, "", id, server.epoch(), HeaderDescriptor.LAYOUT_VERSION,
             server.controlFilePath()));

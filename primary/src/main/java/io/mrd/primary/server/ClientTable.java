@@ -5,6 +5,7 @@ import io.mrd.layout.ClientRecord;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import org.agrona.concurrent.UnsafeBuffer;
+import org.agrona.concurrent.status.AtomicCounter;
 
 /**
  * The control file's client table (DESIGN §3, section 6): one record per connected secondary, where
@@ -17,12 +18,18 @@ final class ClientTable
     private final UnsafeBuffer buffer;
     private final ControlFileLayout layout;
     private final ClientRecord record = new ClientRecord();
+    private final AtomicCounter connectedCounter;
     private int connected;
 
-    ClientTable(final ControlFile controlFile)
+    /**
+     * @param connectedCounter {@code CLIENTS_CONNECTED}, set under this table's lock so that it never goes
+     *                         back to a stale value.
+     */
+    ClientTable(final ControlFile controlFile, final AtomicCounter connectedCounter)
     {
         this.buffer = controlFile.buffer();
         this.layout = controlFile.layout();
+        this.connectedCounter = connectedCounter;
         for (int slot = 0; slot < layout.clientCapacity(); slot++)
         {
             record.wrap(buffer, layout.clientOffset(slot)).state(ClientDescriptor.STATE_FREE);
@@ -49,7 +56,7 @@ final class ClientTable
                     .connectedMs(System.currentTimeMillis())
                     .name(name)
                     .state(ClientDescriptor.STATE_CONNECTED);
-                connected++;
+                connectedCounter.setRelease(++connected);
                 return slot;
             }
         }
@@ -62,7 +69,7 @@ final class ClientTable
         if (record.state() != ClientDescriptor.STATE_FREE)
         {
             record.state(ClientDescriptor.STATE_FREE);
-            connected--;
+            connectedCounter.setRelease(--connected);
         }
     }
 

@@ -37,9 +37,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -79,6 +82,11 @@ public final class MrdServer implements AutoCloseable
     private final RefusalLog refusals;
     private final Runnable onStop;
     private final ThreadPoolExecutor workers;
+    /**
+     * Reclaims of closed clients, one at a time on a thread of their own: never refused for a full queue and
+     * never stuck behind requests, and waited for by {@link #close()} like the workers.
+     */
+    private final ExecutorService reclaimer;
     private final EventLoopGroup ioGroup;
     private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
     private final AtomicInteger nextClientId = new AtomicInteger(1);
@@ -101,7 +109,7 @@ public final class MrdServer implements AutoCloseable
         this.counters = counters;
         this.errorLog = errorLog;
         this.peerPolicy = new PeerPolicy(Posix.getuid(), context.allowGids());
-        this.clients = new ClientTable(controlFile);
+        this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
         this.window = window;
         this.handler = new RequestHandler(engine, window);
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
@@ -110,6 +118,8 @@ public final class MrdServer implements AutoCloseable
         this.workers = new ThreadPoolExecutor(context.workerThreads(), context.workerThreads(), 0, TimeUnit.SECONDS,
             new LinkedBlockingQueue<>(QUEUE_CAPACITY),
             r -> Thread.ofPlatform().name("mrd-worker-" + workerNumber.incrementAndGet()).daemon(true).unstarted(r));
+        this.reclaimer = Executors.newSingleThreadExecutor(
+            r -> Thread.ofPlatform().name("mrd-reclaim").daemon(true).unstarted(r));
         this.ioGroup = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrd-io", true),
             EpollIoHandler.newFactory());
     }
@@ -330,41 +340,37 @@ public final class MrdServer implements AutoCloseable
     }
 
     /**
-     * Frees what a gone client owned, on a worker; when the queue is full, on a thread of its own, because a
-     * reclaim must not be dropped. Skipped when the server is closing: the daemon's shutdown releases all.
+     * Frees what a gone client owned, on the reclaim thread. Skipped when the server is closing: the daemon's
+     * shutdown releases everything.
      */
     void reclaim(final int clientId, final int slot, final int pid, final String name)
     {
-        final Runnable task = () ->
-        {
-            if (closing)
-            {
-                return;
-            }
-            String freed;
-            try
-            {
-                freed = handler.reclaim(clientId);
-            }
-            catch (final RuntimeException ex)
-            {
-                unexpected("reclaiming client " + clientId, ex);
-                freed = "reclaim failed: " + ex;
-            }
-            clients.remove(slot);
-            counters.set(MrdCounter.CLIENTS_CONNECTED, clients.connected());
-            LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name, freed);
-        };
         try
         {
-            workers.execute(task);
+            reclaimer.execute(() ->
+            {
+                if (closing)
+                {
+                    return;
+                }
+                String freed;
+                try
+                {
+                    freed = handler.reclaim(clientId);
+                }
+                catch (final RuntimeException ex)
+                {
+                    unexpected("reclaiming client " + clientId, ex);
+                    freed = "reclaim failed: " + ex;
+                }
+                clients.remove(slot);
+                LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name,
+                    freed);
+            });
         }
         catch (final RejectedExecutionException ex)
         {
-            if (!closing)
-            {
-                Thread.ofPlatform().name("mrd-reclaim-" + clientId).daemon(true).start(task);
-            }
+            // only once closing: the daemon's shutdown releases everything
         }
     }
 
@@ -395,12 +401,15 @@ public final class MrdServer implements AutoCloseable
             {
                 channel.close();
             }
-            workers.shutdown();
-            if (!workers.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+            for (final ExecutorService pool : List.of(workers, reclaimer))
             {
-                LOG.warn("workers still busy after {} s: interrupting them", CLOSE_WAIT_SECONDS);
-                workers.shutdownNow();
-                workers.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+                pool.shutdown();
+                if (!pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+                {
+                    LOG.warn("requests still running after {} s: interrupting them", CLOSE_WAIT_SECONDS);
+                    pool.shutdownNow();
+                    pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+                }
             }
             if (!ioGroup.shutdownGracefully(0, CLOSE_WAIT_SECONDS, TimeUnit.SECONDS)
                 .awaitUninterruptibly(2 * CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
