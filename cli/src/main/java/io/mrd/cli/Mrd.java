@@ -39,6 +39,7 @@ import java.util.Arrays;
         CheckCommand.class,
         LookupCommand.class,
         WorkerCommand.class,
+        DemoCommand.class,
         CommandLine.HelpCommand.class
     })
 public final class Mrd implements Runnable
@@ -67,7 +68,16 @@ public final class Mrd implements Runnable
      */
     public static int execute(final String... args)
     {
-        final CommandLine commandLine = new CommandLine(new Mrd())
+        return commandLine().execute(args);
+    }
+
+    /**
+     * @return the {@code mrd} command line with mrd's error handling: one line per failure, exit 1; exit 2 for
+     * a wrong command line.
+     */
+    public static CommandLine commandLine()
+    {
+        return new CommandLine(new Mrd())
             .setOverwrittenOptionsAllowed(true)
             .setCaseInsensitiveEnumValuesAllowed(true)
             .setExecutionExceptionHandler((ex, cl, parseResult) ->
@@ -90,7 +100,6 @@ public final class Mrd implements Runnable
                     " (see 'mrd " + (cl.getCommandName().equals("mrd") ? "" : cl.getCommandName() + " ") + "--help')");
                 return EXIT_USAGE;
             });
-        return commandLine.execute(args);
     }
 
     /**

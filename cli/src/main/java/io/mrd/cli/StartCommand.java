@@ -13,7 +13,6 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.IOException;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -264,21 +263,9 @@ public final class StartCommand implements Callable<Integer>
      */
     private Process spawn(final RunDirectory runDirectory, final DaemonContext context)
     {
-        final List<String> command = new ArrayList<>();
-        if (Files.isExecutable(Path.of("/usr/bin/setsid")))
-        {
-            command.add("/usr/bin/setsid");
-        }
-        command.add(ProcessHandle.current().info().command()
-            .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        command.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(Mrd.class.getName());
-        command.addAll(spec.root().commandLine().getParseResult().originalArgs());
-        command.add("--foreground");
-        command.add("--dir");
-        command.add(context.dir().toString());
+        final List<String> args = new ArrayList<>(spec.root().commandLine().getParseResult().originalArgs());
+        args.addAll(List.of("--foreground", "--dir", context.dir().toString()));
+        final List<String> command = MrdLauncher.command(true, args);
         try
         {
             final Path log = runDirectory.logFile();

@@ -414,6 +414,12 @@ public final class MrdClient implements AutoCloseable
         {
             throw new MrdException(ErrorCode.EINVAL, "external memory length " + length + " must be positive");
         }
+        if (!UnixSocket.isOpen(fd))
+        {
+            // Checked first: once the daemon has asked for the descriptor, a failed send breaks the connection.
+            throw new MrdException(ErrorCode.EBADF, "fd " + fd + " is not an open file descriptor: pass a memfd or " +
+                "hugetlbfs file of at least " + Sizes.format(length));
+        }
         final Message.RegExternal request = new Message.RegExternal(length);
         final Message.ExternalRegistered reply;
         // Nothing else may be written between the request and its descriptor, nor until the final reply: the
@@ -904,8 +910,12 @@ public final class MrdClient implements AutoCloseable
         }
         catch (final MrdException ex)
         {
-            end = ex.code() == ErrorCode.EPROTO ? "sent a reply this client cannot read (" + ex.oneLine() + ")" :
-                "broke the connection (" + ex.oneLine() + ")";
+            end = switch (ex.code())
+            {
+                case ECONNRESET -> "died (its connection was reset: the process is gone)";
+                case EPROTO -> "sent a reply this client cannot read (" + ex.oneLine() + ")";
+                default -> "broke the connection (" + ex.oneLine() + ")";
+            };
         }
         catch (final RuntimeException ex)
         {

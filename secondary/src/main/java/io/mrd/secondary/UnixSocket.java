@@ -90,6 +90,10 @@ public final class UnixSocket implements AutoCloseable
     private static final MethodHandle RECVMSG = bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SHUTDOWN = bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(LIBC.find("fcntl").orElseThrow(),
+        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.captureCallState("errno"),
+        Linker.Option.firstVariadicArg(2));
+    private static final int F_GETFD = 1;
 
     private final int fd;
     private final String peer;
@@ -336,6 +340,22 @@ public final class UnixSocket implements AutoCloseable
                 return control.get(JAVA_INT, CMSG_DATA);
             }
             return -1;
+        }
+        catch (final Throwable t)
+        {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * @return true when {@code fd} is an open descriptor of this process ({@code fcntl(F_GETFD)}), so that it
+     * can be checked before a protocol exchange commits to sending it.
+     */
+    public static boolean isOpen(final int fd)
+    {
+        try
+        {
+            return fd >= 0 && (int)FCNTL.invokeExact(callState(), fd, F_GETFD, 0) != -1;
         }
         catch (final Throwable t)
         {

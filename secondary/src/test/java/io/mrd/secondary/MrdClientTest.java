@@ -134,6 +134,10 @@ final class MrdClientTest
         memory.segment().set(JAVA_LONG, 64, 0x5EC0DAL);
         assertEquals(0x5EC0DAL, daemon.external.get(JAVA_LONG, 64), "the daemon maps the same memfd");
 
+        assertEquals(ErrorCode.EBADF, assertThrows(MrdException.class, () -> client.registerExternal(1 << 20, 4096))
+            .code());
+        assertFalse(client.isBroken(), "a bad descriptor is refused before the exchange starts");
+
         // The connection is in order after the exchange.
         assertEquals(FakeDaemon.BASE, client.allocate(1).address());
         client.deregisterExternal(memory);

@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -138,6 +139,9 @@ final class UnixSocketTest
             assertEquals(42, first.get(JAVA_LONG, 8));
 
             assertThrows(MrdException.class, () -> pair[0].sendFd(-1, (byte)0));
+            assertTrue(UnixSocket.isOpen(memfd));
+            assertFalse(UnixSocket.isOpen(-1));
+            assertFalse(UnixSocket.isOpen(1 << 20));
         }
         finally
         {

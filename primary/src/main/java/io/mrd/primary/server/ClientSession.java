@@ -44,9 +44,10 @@ import java.util.stream.IntStream;
  * itself with {@code recvmsg} ({@link UnixRights}), polling on the event loop until it arrives: it must be one
  * byte carrying exactly one fd. Then Netty reads again and the registration runs on a worker. Anything else
  * (bytes between REG_EXTERNAL and the fd, a byte without an fd, several fds, nothing within
- * {@link #FD_TIMEOUT_MS}) is EPROTO and the connection is closed. An fd sent when none is expected is read
- * by Netty as one stray byte, its fd closed by the kernel: the frame it lands in is malformed, which is
- * EPROTO too.
+ * {@link #FD_TIMEOUT_MS}) is EPROTO and the connection is closed. An fd sent when none is expected needs no
+ * handling: Netty reads its message as one stray byte and the kernel closes the fd (nothing leaks); the byte
+ * shifts the stream, so the next frame is refused EPROTO (or, rarely, its shifted length is plausible and it
+ * waits incomplete until the client gives up).
  * <p>
  * <b>Close.</b> The client's memory is reclaimed once the connection is closed and its last request in flight
  * has finished, so a request that was allocating when the client died cannot leave memory behind.

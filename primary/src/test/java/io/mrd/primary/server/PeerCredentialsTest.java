@@ -17,15 +17,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static io.mrd.primary.server.MrdServerTest.assertContains;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The daemon's own peer check, with a peer of another uid: a child started by {@code setpriv} as nobody
@@ -38,7 +40,7 @@ class PeerCredentialsTest
     private static final int NOBODY = 65534;
     private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
     private static final Path PYTHON = Path.of("/usr/bin/python3");
-    /** Connects, sends argv[2] (hex) if given, prints the first frame that comes back as hex. */
+    /** Connects, sends argv[2] (hex) if given, prints the first argv[3] (default 1) frames that come back, in hex. */
     private static final String CLIENT = String.join("\n",
         "import socket, sys",
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
@@ -52,9 +54,10 @@ class PeerCredentialsTest
         "        if not chunk: break",
         "        data += chunk",
         "    return data",
-        "head = read(4)",
-        "rest = read(int.from_bytes(head, 'little') - 4) if len(head) == 4 else b''",
-        "sys.stdout.write((head + rest).hex())");
+        "for _ in range(int(sys.argv[3]) if len(sys.argv) > 3 else 1):",
+        "    head = read(4)",
+        "    rest = read(int.from_bytes(head, 'little') - 4) if len(head) == 4 else b''",
+        "    print((head + rest).hex())");
 
     @TempDir
     Path dir;
@@ -66,7 +69,8 @@ class PeerCredentialsTest
         try (ServerFixture fixture = new ServerFixture(dir, BASE))
         {
             openUp(fixture);
-            final Message.Status status = assertInstanceOf(Message.Status.class, runAsNobody(fixture, null).message());
+            final Message.Status status = assertInstanceOf(Message.Status.class,
+                runAsNobody(fixture, null, 1).getFirst().message());
             assertEquals(MessageType.ERROR, status.type());
             assertEquals(ErrorCode.EPERM, status.status());
             assertContains(status.message(), "uid " + NOBODY);
@@ -77,18 +81,26 @@ class PeerCredentialsTest
     }
 
     @Test
-    void anAllowedGroupIsAdmitted() throws Exception
+    void anAllowedGroupIsAdmittedButMayNotStopTheDaemon() throws Exception
     {
         assumeCanChangeUid();
         try (ServerFixture fixture = new ServerFixture(dir, BASE, context -> context.allowGid(NOBODY)))
         {
             openUp(fixture);
-            final byte[] hello = RawClient.encode(7, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "nobody"));
-            final Frame frame = runAsNobody(fixture, HexFormat.of().formatHex(hello));
-            assertEquals(7, frame.correlationId());
-            final Message.Welcome welcome = assertInstanceOf(Message.Welcome.class, frame.message());
+            final byte[] helloThenStop = MrdServerTest.concat(
+                RawClient.encode(7, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "nobody")),
+                RawClient.encode(8, new Message.Stop()));
+            final List<Frame> frames = runAsNobody(fixture, HexFormat.of().formatHex(helloThenStop), 2);
+            assertEquals(7, frames.get(0).correlationId());
+            final Message.Welcome welcome = assertInstanceOf(Message.Welcome.class, frames.get(0).message());
             assertEquals(ErrorCode.OK, welcome.status());
+            assertEquals(8, frames.get(1).correlationId());
+            final Message.Status stop = assertInstanceOf(Message.Status.class, frames.get(1).message());
+            assertEquals(MessageType.STOP, stop.type());
+            assertEquals(ErrorCode.EPERM, stop.status());
+            assertContains(stop.message(), "uid " + NOBODY);
             assertEquals(0, fixture.counter(MrdCounter.PEERS_REJECTED));
+            assertFalse(fixture.daemon.awaitClosed(0, TimeUnit.SECONDS), "the daemon still runs");
         }
     }
 
@@ -110,29 +122,31 @@ class PeerCredentialsTest
         Files.setPosixFilePermissions(fixture.socket(), PosixFilePermissions.fromString("rw-rw-rw-"));
     }
 
-    private Frame runAsNobody(final ServerFixture fixture, final String sendHex) throws Exception
+    private List<Frame> runAsNobody(final ServerFixture fixture, final String sendHex, final int frames)
+        throws Exception
     {
-        final List<String> command = new java.util.ArrayList<>(List.of(SETPRIV.toString(), "--reuid",
+        final List<String> command = new ArrayList<>(List.of(SETPRIV.toString(), "--reuid",
             String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups", PYTHON.toString(), "-c",
-            CLIENT, fixture.socket().toString()));
-        if (null != sendHex)
-        {
-            command.add(sendHex);
-        }
+            CLIENT, fixture.socket().toString(), null == sendHex ? "" : sendHex, String.valueOf(frames)));
         final Path err = dir.resolve("child.err");
         final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();
-        final byte[] out = process.getInputStream().readAllBytes();
+        final String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
         if (!process.waitFor(ServerFixture.WAIT.toSeconds(), TimeUnit.SECONDS))
         {
             process.destroyForcibly();
             fail("the child did not finish");
         }
-        final String hex = new String(out, StandardCharsets.US_ASCII).trim();
-        if (process.exitValue() != 0 || hex.isEmpty())
+        final List<String> lines = out.lines().filter(l -> !l.isBlank()).toList();
+        if (process.exitValue() != 0 || lines.size() != frames)
         {
-            fail("child exit " + process.exitValue() + ", output '" + hex + "', errors: " + Files.readString(err));
+            fail("child exit " + process.exitValue() + ", output '" + out + "', errors: " + Files.readString(err));
         }
-        final byte[] bytes = HexFormat.of().parseHex(hex);
-        return FrameCodec.decodeReply(new UnsafeBuffer(bytes), 0, bytes.length);
+        final List<Frame> result = new ArrayList<>();
+        for (final String line : lines)
+        {
+            final byte[] bytes = HexFormat.of().parseHex(line.trim());
+            result.add(FrameCodec.decodeReply(new UnsafeBuffer(bytes), 0, bytes.length));
+        }
+        return result;
     }
 }

@@ -1,0 +1,243 @@
+package io.mrd.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.secondary.MrCache;
+import io.mrd.secondary.MrdClient;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * {@code mrd demo}: the README's main job. Runs the whole system once in a temporary directory and tears it
+ * down: a daemon, two worker processes (one freeing memory as it goes, so the other's caches flush), the
+ * address map and the counters.
+ */
+@Command(
+    name = "demo",
+    mixinStandardHelpOptions = true,
+    description = {
+        "Run mrd end to end in a temporary directory.",
+        "Starts a daemon, runs two 'mrd worker' processes at once (the second frees and re-allocates",
+        "memory as it goes, so the first one's local caches flush on devGen), prints their summaries,",
+        "'mrd dump --map' and 'mrd stat', stops the daemon and removes the directory.",
+        "Exit 0 when every step worked; otherwise 1 with the step that failed and why."
+    },
+    footer = {"", "Example:", "  scripts/mrd demo"})
+public final class DemoCommand implements Callable<Integer>
+{
+    private static final int STEPS = 6;
+    private static final long WORKER_TIMEOUT_S = 120;
+
+    @Option(names = "--lookups", paramLabel = "L", defaultValue = "3000000",
+        description = "Lookups per worker (default: ${DEFAULT-VALUE}).")
+    long lookups;
+
+    @Option(names = "--keep", description = "Keep the daemon's directory (the log is in it) instead of removing it.")
+    boolean keep;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    private PrintWriter out;
+    private int step;
+
+    public Integer call() throws IOException, InterruptedException
+    {
+        out = spec.commandLine().getOut();
+        final long started = System.nanoTime();
+        final Path dir = Files.createTempDirectory("mrd-demo-");
+        boolean daemonStarted = false;
+        try
+        {
+            progress("starting a daemon in " + dir);
+            run("start", "--dir", dir.toString(), "--max-memory", "1GiB", "--list-size", "256MiB");
+            daemonStarted = true;
+
+            try (MrdClient client = MrdClient.attach(new MrdClient.Context().dir(dir).name("demo")))
+            {
+                // Memory the demo itself holds, so the map below shows allocated and registered segments even
+                // after the workers have exited (their memory is reclaimed when they disconnect).
+                final MemorySegment held = client.allocate(16L << 20);
+                final MrCache cache = client.newCache();
+                final int lkey = cache.lkey(held.address(), 4096);
+                out.printf("      the demo itself allocated 16MiB at 0x%x: lkey 0x%x%n", held.address(), lkey);
+
+                progress("running two workers at once: 'steady' looks up, 'freeing' also frees and re-allocates");
+                // 'freeing' starts first and runs four times as many lookups, freeing a part every 1/40 of them,
+                // so its frees span the whole of 'steady''s run and steady's caches see devGen move.
+                final Worker freeing = Worker.start(dir, "freeing", List.of("--alloc", "64MiB", "--buffers", "1024",
+                    "--lookups", Long.toString(4 * lookups), "--free-every", Long.toString(Math.max(1, lookups / 10))));
+                freeing.awaitStarted();
+                final Worker steady = Worker.start(dir, "steady", List.of("--alloc", "128MiB", "--buffers", "2048",
+                    "--lookups", Long.toString(lookups), "--threads", "2"));
+                final List<Worker> workers = List.of(steady, freeing);
+                final List<JsonNode> results = new ArrayList<>();
+                for (final Worker worker : workers)
+                {
+                    results.add(worker.await());
+                }
+
+                progress("worker summaries");
+                out.printf("      %-8s %12s %12s %10s %12s %12s %8s %7s%n",
+                    "worker", "lookups", "ns/lookup", "creates", "globalHits", "localHits", "flushes", "errors");
+                for (int i = 0; i < workers.size(); i++)
+                {
+                    final JsonNode r = results.get(i);
+                    out.printf("      %-8s %12d %12.1f %10d %12d %12d %8d %7d%n", workers.get(i).name,
+                        r.path("lookups").asLong(), r.path("nsPerLookup").asDouble(), r.path("createRequests").asLong(),
+                        r.path("globalHits").asLong(), r.path("localHits").asLong(), r.path("flushes").asLong(),
+                        r.path("errors").asLong());
+                    if (r.path("errors").asLong() != 0)
+                    {
+                        throw new MrdException(ErrorCode.EIO, "worker " + workers.get(i).name + " reported " +
+                            r.path("errors").asLong() + " errors (its stderr: " + workers.get(i).log + ")");
+                    }
+                }
+                if (results.get(0).path("flushes").asLong() == 0)
+                {
+                    out.println("      note: 'freeing' freed nothing while 'steady' ran, so steady's caches did not " +
+                        "flush this time");
+                }
+
+                progress("mrd dump --map (the demo's own 16MiB is still allocated and registered)");
+                run("dump", "--dir", dir.toString(), "--map");
+
+                progress("mrd stat");
+                run("stat", "--dir", dir.toString());
+            }
+        }
+        catch (final MrdException ex)
+        {
+            out.flush();
+            throw new MrdException(ex.code(), "step " + step + " failed: " + ex.getMessage(), ex);
+        }
+        finally
+        {
+            if (daemonStarted)
+            {
+                progress("stopping the daemon" + (keep ? "" : " and removing " + dir));
+                Mrd.execute("stop", "--dir", dir.toString());
+            }
+            if (!keep)
+            {
+                deleteTree(dir);
+            }
+        }
+        out.printf("demo: done in %.1f s%n", (System.nanoTime() - started) / 1e9);
+        return 0;
+    }
+
+    private void progress(final String what)
+    {
+        step++;
+        out.printf("demo: [%d/%d] %s%n", step, STEPS, what);
+        out.flush();
+    }
+
+    private void run(final String... args)
+    {
+        out.flush();
+        final int exit = Mrd.commandLine().setOut(out).setErr(spec.commandLine().getErr()).execute(args);
+        if (exit != 0)
+        {
+            throw new MrdException(ErrorCode.EIO, "'mrd " + String.join(" ", args) + "' exited with " + exit);
+        }
+    }
+
+    private static void deleteTree(final Path dir) throws IOException
+    {
+        if (Files.exists(dir))
+        {
+            try (Stream<Path> paths = Files.walk(dir))
+            {
+                for (final Path path : paths.sorted(Comparator.reverseOrder()).toList())
+                {
+                    Files.deleteIfExists(path);
+                }
+            }
+        }
+    }
+
+    /**
+     * One {@code mrd worker} process, its stdout (the JSON line) and stderr kept in files.
+     */
+    private static final class Worker
+    {
+        private final String name;
+        private final Process process;
+        private final Path output;
+        private final Path log;
+
+        private Worker(final String name, final Process process, final Path output, final Path log)
+        {
+            this.name = name;
+            this.process = process;
+            this.output = output;
+            this.log = log;
+        }
+
+        static Worker start(final Path dir, final String name, final List<String> options) throws IOException
+        {
+            final List<String> args = new ArrayList<>(List.of("worker", "--dir", dir.toString(), "--name", name));
+            args.addAll(options);
+            final Path output = dir.resolve("worker-" + name + ".json");
+            final Path log = dir.resolve("worker-" + name + ".log");
+            final Process process = new ProcessBuilder(MrdLauncher.command(false, args))
+                .redirectOutput(output.toFile())
+                .redirectError(log.toFile())
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
+                .start();
+            return new Worker(name, process, output, log);
+        }
+
+        /**
+         * Waits until the worker has attached and allocated (its first progress line on stderr).
+         */
+        void awaitStarted() throws InterruptedException, IOException
+        {
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WORKER_TIMEOUT_S);
+            while (Files.readAllLines(log).stream().noneMatch(line -> line.startsWith("mrd worker: client")))
+            {
+                if (!process.isAlive() || System.nanoTime() > deadline)
+                {
+                    await();
+                    return;
+                }
+                Thread.sleep(10);
+            }
+        }
+
+        JsonNode await() throws InterruptedException, IOException
+        {
+            if (!process.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS))
+            {
+                process.destroyForcibly();
+                throw new MrdException(ErrorCode.ETIMEDOUT, "worker " + name + " did not finish within " +
+                    WORKER_TIMEOUT_S + " s");
+            }
+            final List<String> lines = Files.readAllLines(output);
+            if (process.exitValue() != 0 || lines.isEmpty())
+            {
+                final List<String> errors = Files.readAllLines(log);
+                throw new MrdException(ErrorCode.EIO, "worker " + name + " exited with " + process.exitValue() + ": " +
+                    (errors.isEmpty() ? "no output" : errors.getLast()));
+            }
+            return new ObjectMapper().readTree(lines.getLast());
+        }
+    }
+}
