@@ -42,9 +42,11 @@ public final class DemoCommand implements Callable<Integer>
 {
     private static final int STEPS = 6;
     private static final long WORKER_TIMEOUT_S = 120;
+    /** Time the workers get to start, attach and warm up before their timed lookups begin together. */
+    private static final long START_DELAY_MS = 5_000;
 
     @Option(names = "--lookups", paramLabel = "L", defaultValue = "3000000",
-        description = "Lookups per worker (default: ${DEFAULT-VALUE}).")
+        description = "Scale of the workers' runs: 'steady' does 4L lookups, 'freeing' 2L (default: ${DEFAULT-VALUE}).")
     long lookups;
 
     @Option(names = "--keep", description = "Keep the daemon's directory (the log is in it) instead of removing it.")
@@ -78,14 +80,16 @@ public final class DemoCommand implements Callable<Integer>
                 out.printf("      the demo itself allocated 16MiB at 0x%x: lkey 0x%x%n", held.address(), lkey);
 
                 progress("running two workers at once: 'steady' looks up, 'freeing' also frees and re-allocates");
-                // 'freeing' starts first and runs four times as many lookups, freeing a part every 1/40 of them,
-                // so its frees span the whole of 'steady''s run and steady's caches see devGen move.
-                final Worker freeing = Worker.start(dir, "freeing", List.of("--alloc", "64MiB", "--buffers", "1024",
-                    "--lookups", Long.toString(4 * lookups), "--free-every", Long.toString(Math.max(1, lookups / 10))));
-                freeing.awaitStarted();
-                final Worker steady = Worker.start(dir, "steady", List.of("--alloc", "128MiB", "--buffers", "2048",
-                    "--lookups", Long.toString(lookups), "--threads", "2"));
-                final List<Worker> workers = List.of(steady, freeing);
+                // Both start their timed lookups at the same moment, a few seconds from now (JVM start, attach and
+                // warm-up come first); 'freeing' frees a part every 1/40 of its lookups, so its frees fall inside
+                // 'steady''s run and steady's caches see devGen move.
+                final String startAt = Long.toString(System.currentTimeMillis() + START_DELAY_MS);
+                final List<Worker> workers = List.of(
+                    Worker.start(dir, "steady", List.of("--alloc", "128MiB", "--buffers", "2048",
+                        "--lookups", Long.toString(4 * lookups), "--threads", "2", "--start-at", startAt)),
+                    Worker.start(dir, "freeing", List.of("--alloc", "64MiB", "--buffers", "1024",
+                        "--lookups", Long.toString(2 * lookups), "--free-every", Long.toString(Math.max(1, lookups / 20)),
+                        "--start-at", startAt)));
                 final List<JsonNode> results = new ArrayList<>();
                 for (final Worker worker : workers)
                 {
@@ -110,8 +114,8 @@ public final class DemoCommand implements Callable<Integer>
                 }
                 if (results.get(0).path("flushes").asLong() == 0)
                 {
-                    out.println("      note: 'freeing' freed nothing while 'steady' ran, so steady's caches did not " +
-                        "flush this time");
+                    out.println("      note: 'freeing' freed nothing while 'steady' ran (one of them started late on a " +
+                        "busy machine), so steady's caches did not flush this time");
                 }
 
                 progress("mrd dump --map (the demo's own 16MiB is still allocated and registered)");
@@ -203,23 +207,6 @@ public final class DemoCommand implements Callable<Integer>
                 .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
                 .start();
             return new Worker(name, process, output, log);
-        }
-
-        /**
-         * Waits until the worker has attached and allocated (its first progress line on stderr).
-         */
-        void awaitStarted() throws InterruptedException, IOException
-        {
-            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WORKER_TIMEOUT_S);
-            while (Files.readAllLines(log).stream().noneMatch(line -> line.startsWith("mrd worker: client")))
-            {
-                if (!process.isAlive() || System.nanoTime() > deadline)
-                {
-                    await();
-                    return;
-                }
-                Thread.sleep(10);
-            }
         }
 
         JsonNode await() throws InterruptedException, IOException

@@ -101,6 +101,11 @@ public final class WorkerCommand implements Callable<Integer>
             "not in 'lookups', but in the cache counters (default: ${DEFAULT-VALUE}).")
     long warmup;
 
+    @Option(names = "--start-at", paramLabel = "EPOCH_MS", defaultValue = "0",
+        description = "After the warm-up, wait until this wall-clock time (ms since the epoch) before the timed " +
+            "lookups, so that several workers run them at the same time (default: 0 = do not wait).")
+    long startAt;
+
     @Option(names = "--name", paramLabel = "NAME", description = "This client's name in the daemon (default: worker-<pid>).")
     String name;
 
@@ -403,6 +408,23 @@ public final class WorkerCommand implements Callable<Integer>
             this.buffers = WorkerCommand.this.buffers;
         }
 
+        private void waitForStartTime()
+        {
+            long waitMs;
+            while (!abort && (waitMs = startAt - System.currentTimeMillis()) > 0)
+            {
+                try
+                {
+                    Thread.sleep(Math.min(waitMs, 50));
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+
         /**
          * Runs batches of {@link #verifyEvery} lookups: the loop that matters is the tight one inside a batch
          * (no progress, abort or recycle branches for the JIT to trip over), and each batch's first lookup is
@@ -416,6 +438,7 @@ public final class WorkerCommand implements Callable<Integer>
                 final int n = (int)Math.min(batch, warmup - warmedUp);
                 warmedUp += guarded ? guardedLookups(n) : lookups(n);
             }
+            waitForStartTime();
             long nextRecycle = recycles ? freeEvery : Long.MAX_VALUE;
             long recycleNs = 0;
             final long start = System.nanoTime();
