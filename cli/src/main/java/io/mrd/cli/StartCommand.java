@@ -83,6 +83,11 @@ public final class StartCommand implements Callable<Integer>
     @Option(names = "--max-clients", paramLabel = "N", description = "Secondaries connected at once (default: 256).")
     Integer maxClients;
 
+    @Option(names = "--worker-threads", paramLabel = "N",
+        description = "Threads that serve requests (registrations are slow and never run on the socket's event " +
+            "loop; default: 4).")
+    Integer workerThreads;
+
     @Option(names = "--provider", paramLabel = "NAME", description = "Registration provider: soft (default) or ibverbs.")
     String provider;
 
@@ -161,6 +166,10 @@ public final class StartCommand implements Callable<Integer>
         if (null != maxClients)
         {
             context.maxClients(maxClients);
+        }
+        if (null != workerThreads)
+        {
+            context.workerThreads(workerThreads);
         }
         if (null != provider)
         {
