@@ -3,7 +3,7 @@ package io.mrd.cli;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
-import io.mrd.primary.DaemonContext;
+import io.mrd.layout.RunDirectoryPath;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Files;
@@ -29,7 +29,7 @@ public final class ControlFileOption
      */
     public Path path()
     {
-        return null != file ? file : DaemonContext.resolveDir(dir, System.getenv()).resolve(ControlFile.FILE_NAME);
+        return null != file ? file : RunDirectoryPath.resolve(dir, System.getenv()).resolve(ControlFile.FILE_NAME);
     }
 
     /**

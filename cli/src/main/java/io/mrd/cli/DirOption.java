@@ -1,6 +1,6 @@
 package io.mrd.cli;
 
-import io.mrd.primary.DaemonContext;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.primary.RunDirectory;
 import picocli.CommandLine.Option;
 
@@ -20,7 +20,7 @@ public final class DirOption
      */
     public Path resolve()
     {
-        return DaemonContext.resolveDir(dir, System.getenv());
+        return RunDirectoryPath.resolve(dir, System.getenv());
     }
 
     public RunDirectory runDirectory()

@@ -2,6 +2,7 @@ package io.mrd.primary;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 
@@ -59,32 +60,6 @@ public final class DaemonContext
     private int segmentsPerList;
 
     /**
-     * Resolves the run directory as DESIGN §2 says: {@code --dir}, else {@code $MRD_DIR}, else
-     * {@code $XDG_RUNTIME_DIR/mrd}, else {@code /dev/shm/mrd-<uid>}.
-     *
-     * @param explicit the {@code --dir} value, or null.
-     * @param env      the environment.
-     */
-    public static Path resolveDir(final Path explicit, final Map<String, String> env)
-    {
-        if (null != explicit)
-        {
-            return explicit.toAbsolutePath().normalize();
-        }
-        final String mrdDir = env.get("MRD_DIR");
-        if (null != mrdDir && !mrdDir.isBlank())
-        {
-            return Path.of(mrdDir).toAbsolutePath().normalize();
-        }
-        final String xdg = env.get("XDG_RUNTIME_DIR");
-        if (null != xdg && !xdg.isBlank())
-        {
-            return Path.of(xdg, "mrd").toAbsolutePath().normalize();
-        }
-        return Path.of("/dev/shm", "mrd-" + Posix.getuid());
-    }
-
-    /**
      * Fills unset values from {@code MRD_*} variables: MRD_HUGE_DIR, MRD_BASE_VIRTADDR, MRD_MAX_MEMORY,
      * MRD_PROVIDER, MRD_MAX_PINNED.
      */
@@ -131,7 +106,7 @@ public final class DaemonContext
         }
         if (null == dir)
         {
-            dir = resolveDir(null, System.getenv());
+            dir = RunDirectoryPath.resolve(null, System.getenv());
         }
         if (baseVirtaddr <= 0 || baseVirtaddr % Sizes.GIB != 0 || baseVirtaddr >= 0x7F00_0000_0000L)
         {

@@ -9,6 +9,7 @@ import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
@@ -1238,7 +1239,7 @@ public final class MrdClient implements AutoCloseable
                 return this;
             }
             final Map<String, String> env = null == environment ? System.getenv() : environment;
-            dir = resolveDir(dir, env);
+            dir = RunDirectoryPath.resolve(dir, env);
             if (null == name || name.isBlank())
             {
                 final String fromEnv = env.get("MRD_CLIENT_NAME");
@@ -1261,29 +1262,6 @@ public final class MrdClient implements AutoCloseable
             }
             concluded = true;
             return this;
-        }
-
-        /**
-         * The run directory as DESIGN §2 resolves it: {@code explicit}, else {@code $MRD_DIR}, else
-         * {@code $XDG_RUNTIME_DIR/mrd}, else {@code /dev/shm/mrd-<uid>}.
-         */
-        public static Path resolveDir(final Path explicit, final Map<String, String> env)
-        {
-            if (null != explicit)
-            {
-                return explicit.toAbsolutePath().normalize();
-            }
-            final String mrdDir = env.get("MRD_DIR");
-            if (null != mrdDir && !mrdDir.isBlank())
-            {
-                return Path.of(mrdDir).toAbsolutePath().normalize();
-            }
-            final String xdg = env.get("XDG_RUNTIME_DIR");
-            if (null != xdg && !xdg.isBlank())
-            {
-                return Path.of(xdg, "mrd").toAbsolutePath().normalize();
-            }
-            return Path.of("/dev/shm", "mrd-" + Posix.getuid());
         }
 
         private static long orEnv(final long value, final Map<String, String> env, final String key, final long fallback)

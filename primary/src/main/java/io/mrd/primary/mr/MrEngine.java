@@ -295,44 +295,8 @@ public final class MrEngine implements AutoCloseable
 
         // Step 8: publish the MR and its chunks.
         registrations[slot] = registration;
-        seqLock.beginWrite();
-        try
-        {
-            record.wrap(buffer, layout.mrOffset(slot));
-            record.bitmapOffset(layout.mrBitmapOffset(slot)).clear(layout.mrBitmapLength());
-            record.bitmapOffset(layout.mrBitmapOffset(slot))
-                .lkey(registration.lkey())
-                .rkey(registration.rkey())
-                .listIndex(chunk.listIndex())
-                .start(start)
-                .end(end)
-                .msBaseIdx(chunk.firstSegment() + first)
-                .msN(bitmap.cardinality())
-                .msBmpN(last - first + 1)
-                .flags(0)
-                .owner(owner)
-                .createdMs(System.currentTimeMillis());
-            for (int n = first; n <= last; n++)
-            {
-                if (bitmap.get(n))
-                {
-                    record.bit(n - first, true);
-                }
-            }
-            record.state(MrDescriptor.STATE_ACTIVE);
-            if (slot >= highWater)
-            {
-                highWater = slot + 1;
-                header.mrHighWater(highWater);
-            }
-            insertMrChunks(slot);
-            // Inside the write section: a reader that sees the MR also sees it counted (mrd check relies on it).
-            registered(registration);
-        }
-        finally
-        {
-            seqLock.endWrite();
-        }
+        publishLocked(slot, registration, chunk.listIndex(), chunk.firstSegment() + first,
+            bitmap.get(first, last + 1), last - first + 1, 0, owner);
         LOG.debug("MR {} created for {}: [{}, {}) lkey {} msBaseIdx {} msN {} msBmpN {}", slot, Sizes.hex(address),
             Sizes.hex(start), Sizes.hex(end), Sizes.hex(registration.lkey() & 0xFFFF_FFFFL),
             chunk.firstSegment() + first, bitmap.cardinality(), last - first + 1);
@@ -377,36 +341,9 @@ public final class MrEngine implements AutoCloseable
                 throw ex;
             }
             registrations[slot] = registration;
-            seqLock.beginWrite();
-            try
-            {
-                record.wrap(buffer, layout.mrOffset(slot));
-                record.bitmapOffset(layout.mrBitmapOffset(slot)).clear(layout.mrBitmapLength());
-                record.bitmapOffset(layout.mrBitmapOffset(slot))
-                    .lkey(registration.lkey())
-                    .rkey(registration.rkey())
-                    .listIndex(-1)
-                    .start(address)
-                    .end(address + length)
-                    .msBaseIdx(0)
-                    .msN(1)
-                    .msBmpN(1)
-                    .flags(MrDescriptor.FLAG_EXTERNAL)
-                    .owner(owner)
-                    .createdMs(System.currentTimeMillis())
-                    .state(MrDescriptor.STATE_ACTIVE);
-                if (slot >= highWater)
-                {
-                    highWater = slot + 1;
-                    header.mrHighWater(highWater);
-                }
-                insertMrChunks(slot);
-                registered(registration);
-            }
-            finally
-            {
-                seqLock.endWrite();
-            }
+            final BitSet oneChunk = new BitSet(1);
+            oneChunk.set(0);
+            publishLocked(slot, registration, -1, 0, oneChunk, 1, MrDescriptor.FLAG_EXTERNAL, owner);
             counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
             return new MrEntry().set(address, address + length, registration.lkey(), slot);
         }
@@ -793,6 +730,60 @@ public final class MrEngine implements AutoCloseable
         }
         garbageCollect();
         LOG.info("released all MRs: {} pinned bytes left", registrar.pinnedBytes());
+    }
+
+    /**
+     * Step 8: writes the MR record and its bitmap, and inserts its chunks into the global cache, inside the
+     * seqlock's write section. Caller holds the cache lock.
+     *
+     * @param liveBits the live segments, bit 0 being segment {@code msBaseIdx}.
+     */
+    @SuppressWarnings("checkstyle:ParameterNumber")
+    private void publishLocked(
+        final int slot,
+        final Registration registration,
+        final int listIndex,
+        final int msBaseIdx,
+        final BitSet liveBits,
+        final int msBmpN,
+        final int flags,
+        final int owner)
+    {
+        seqLock.beginWrite();
+        try
+        {
+            record.wrap(buffer, layout.mrOffset(slot));
+            record.bitmapOffset(layout.mrBitmapOffset(slot)).clear(layout.mrBitmapLength());
+            record.bitmapOffset(layout.mrBitmapOffset(slot))
+                .lkey(registration.lkey())
+                .rkey(registration.rkey())
+                .listIndex(listIndex)
+                .start(registration.address())
+                .end(registration.address() + registration.length())
+                .msBaseIdx(msBaseIdx)
+                .msN(liveBits.cardinality())
+                .msBmpN(msBmpN)
+                .flags(flags)
+                .owner(owner)
+                .createdMs(System.currentTimeMillis());
+            for (int n = liveBits.nextSetBit(0); n >= 0; n = liveBits.nextSetBit(n + 1))
+            {
+                record.bit(n, true);
+            }
+            record.state(MrDescriptor.STATE_ACTIVE);
+            if (slot >= highWater)
+            {
+                highWater = slot + 1;
+                header.mrHighWater(highWater);
+            }
+            insertMrChunks(slot);
+            // Inside the write section: a reader that sees the MR also sees it counted (mrd check relies on it).
+            registered(registration);
+        }
+        finally
+        {
+            seqLock.endWrite();
+        }
     }
 
     private void registered(final Registration registration)
