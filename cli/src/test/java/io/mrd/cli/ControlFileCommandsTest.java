@@ -349,6 +349,7 @@ final class ControlFileCommandsTest
 
         final Run prometheus = mrd("stat", "--dir", dir.toString(), "--prometheus");
         assertEquals(0, prometheus.exit(), prometheus.both());
+        // The Prometheus Java client writes values as doubles (12582912 is 1.2582912E7).
         final Map<String, Long> samples = new HashMap<>();
         final Map<String, String> types = new HashMap<>();
         for (final String line : prometheus.out().lines().toList())
@@ -358,11 +359,11 @@ final class ControlFileCommandsTest
                 final String[] parts = line.split(" ");
                 types.put(parts[2], parts[3]);
             }
-            else if (!line.startsWith("# HELP ") && !line.isEmpty())
+            else if (!line.startsWith("# ") && !line.isEmpty())
             {
-                assertTrue(line.matches("[a-zA-Z_:][a-zA-Z0-9_:]* -?[0-9]+"), "not 'name value': " + line);
+                assertTrue(line.matches("[a-zA-Z_:][a-zA-Z0-9_:]* -?[0-9.]+(E[0-9]+)?"), "not 'name value': " + line);
                 final String[] parts = line.split(" ");
-                assertNull(samples.put(parts[0], Long.parseLong(parts[1])), "sample twice: " + line);
+                assertNull(samples.put(parts[0], (long)Double.parseDouble(parts[1])), "sample twice: " + line);
             }
         }
         assertEquals(2L, samples.get("mrd_create_requests_total"), prometheus.out());
@@ -372,7 +373,11 @@ final class ControlFileCommandsTest
         assertTrue(samples.get("mrd_heartbeat_age_ms") >= 0);
         assertEquals("counter", types.get("mrd_create_requests_total"));
         assertEquals("gauge", types.get("mrd_registered_bytes"));
-        assertEquals(types.keySet(), samples.keySet(), "a TYPE line for every metric");
+        for (final String name : samples.keySet())
+        {
+            assertTrue(types.containsKey(name) || types.containsKey(name.replaceFirst("_total$", "")),
+                "a TYPE line for " + name);
+        }
         samples.keySet().forEach(name -> assertTrue(name.startsWith("mrd_"), name));
     }
 
