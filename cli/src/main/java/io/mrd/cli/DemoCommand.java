@@ -32,10 +32,10 @@ import java.util.stream.Stream;
     mixinStandardHelpOptions = true,
     description = {
         "Run mrd end to end in a temporary directory.",
-        "Starts a daemon, runs two 'mrd worker' processes at once (the second frees and re-allocates",
-        "memory as it goes, so the first one's local caches flush on devGen), prints their summaries,",
-        "'mrd dump --map' and 'mrd stat', stops the daemon and removes the directory.",
-        "Exit 0 when every step worked; otherwise 1 with the step that failed and why."
+        "Starts a daemon, runs two 'mrd worker' processes at once (the second frees and re-allocates memory as " +
+            "it goes, so the first one's local caches flush on devGen), prints their summaries, 'mrd dump --map' " +
+            "and 'mrd stat', stops the daemon and removes the directory. Exit 0 when every step worked; otherwise " +
+            "1 with the step that failed and why."
     },
     footer = {"", "Example:", "  scripts/mrd demo"})
 public final class DemoCommand implements Callable<Integer>

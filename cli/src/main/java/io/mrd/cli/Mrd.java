@@ -18,14 +18,15 @@ import java.util.Arrays;
     versionProvider = Mrd.Version.class,
     description = {
         "Memory-registration daemon for multi-process zero-copy I/O.",
-        "The primary (mrd start) owns memory and registrations and publishes an address->lkey cache in a",
-        "control file; JVM workers attach as secondaries and read it without system calls."
+        "The primary (mrd start) owns memory and registrations and publishes an address->lkey cache in a " +
+            "control file; JVM workers attach as secondaries and read it without system calls."
     },
     footer = {
         "",
         "Examples:",
+        "  mrd demo                            the whole system once, in a temporary directory",
         "  mrd start --dir /tmp/mrd            start a daemon in the background",
-        "  mrd status --dir /tmp/mrd           is it alive? pid, uptime, heartbeat, memory",
+        "  mrd status --dir /tmp/mrd           is it alive?",
         "  mrd stop --dir /tmp/mrd             graceful shutdown",
         "",
         "Exit codes: 0 success, 1 failure or not running, 2 bad command line."

@@ -27,10 +27,10 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Start the primary daemon.",
-        "Without --foreground it starts in the background, waits until the",
-        "control file is published and the heartbeat runs, prints the pid and directory, and exits 0;",
-        "on failure it prints a one-line reason and exits 1. A directory left by a daemon that died",
-        "(lock free, heartbeat stale) is recovered: its files are removed and recreated."
+        "Without --foreground it starts in the background, waits until the control file is published and the " +
+            "heartbeat runs, prints the pid and directory, and exits 0; on failure it prints a one-line reason and " +
+            "exits 1. A directory left by a daemon that died (lock free, heartbeat stale) is recovered: its files " +
+            "are removed and recreated."
     },
     footer = {
         "",

@@ -20,8 +20,8 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Tell whether a daemon is running.",
-        "Exit 0 with pid, uptime, heartbeat age and memory in use when it is alive; exit 1 and",
-        "'not running' (or 'not responding' when its heartbeat is stale) otherwise."
+        "Exit 0 with pid, uptime, heartbeat age and memory in use when it is alive; exit 1 and 'not running' " +
+            "(or 'not responding' when its heartbeat is stale) otherwise."
     },
     footer = {"", "Example:", "  mrd status --dir /tmp/mrd && echo alive"})
 public final class StatusCommand implements Callable<Integer>

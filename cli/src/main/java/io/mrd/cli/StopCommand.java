@@ -18,8 +18,8 @@ import java.util.concurrent.Callable;
     mixinStandardHelpOptions = true,
     description = {
         "Stop the daemon gracefully.",
-        "Sends SIGTERM, then waits until the daemon has deregistered everything, removed its files,",
-        "released the directory's lock and exited. Exit 1 when no daemon runs there or it does not stop in time."
+        "Sends SIGTERM, then waits until the daemon has deregistered everything, removed its files, released " +
+            "the directory's lock and exited. Exit 1 when no daemon runs there or it does not stop in time."
     },
     footer = {"", "Example:", "  mrd stop --dir /tmp/mrd"})
 public final class StopCommand implements Callable<Integer>

@@ -38,17 +38,15 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
     name = "worker",
     mixinStandardHelpOptions = true,
     description = {
-        "Run a secondary worker against a running daemon: attach, allocate SIZE as 8",
-        "parts, then look up the lkeys of random buffers in them from T threads, each",
-        "with its own per-queue cache. With --free-every K, thread 0 frees one part",
-        "and allocates it again every K of its lookups (its buffers move), so every",
-        "thread's cache flushes on the daemon's devGen. One lookup in every 1024 is",
-        "checked against the global cache in the control file; a mismatch or a failed",
-        "lookup is an error (the first few are printed).",
-        "Progress goes to stderr; the last line on stdout is one JSON object with",
-        "lookups, nsPerLookup (per thread), createRequests, globalHits, localHits",
-        "(topHits + bottomHits), flushes, errors, frees, threads, seconds, ...",
-        "Exit status 0 when errors is 0, else 1."
+        "Run a secondary worker against a running daemon.",
+        "Attaches, allocates SIZE as 8 parts, then looks up the lkeys of random buffers in them from T threads, " +
+            "each with its own per-queue cache. With --free-every K, thread 0 frees one part and allocates it " +
+            "again every K of its lookups (its buffers move), so every thread's cache flushes on the daemon's " +
+            "devGen. One lookup in every 1024 is checked against the global cache in the control file; a mismatch " +
+            "or a failed lookup is an error (the first few are printed).",
+        "Progress goes to stderr; the last line on stdout is one JSON object with lookups, nsPerLookup (per " +
+            "thread), createRequests, globalHits, localHits (topHits + bottomHits), flushes, errors, frees, threads, " +
+            "seconds, ... Exit status 0 when errors is 0, else 1."
     },
     footer = {
         "",
