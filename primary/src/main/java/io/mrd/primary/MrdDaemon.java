@@ -370,16 +370,10 @@ public final class MrdDaemon implements AutoCloseable
         LOG.info("shutting down");
         try
         {
-            // First: no request may reach the engine while it releases everything.
-            if (null != server)
-            {
-                server.close();
-            }
-            if (null != metrics)
-            {
-                metrics.close();
-            }
-            controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
+            // The heartbeat is closed before the socket: a secondary that sees its connection end looks at the
+            // heartbeat at once to tell a stop from a crash, and with the socket closed first it found a fresh
+            // heartbeat and could only say "closed the connection" (found by ProcessDeathTest). The beat
+            // thread is stopped before the write, so that it cannot overwrite CLOSED with a timestamp.
             heartbeat.interrupt();
             try
             {
@@ -388,6 +382,16 @@ public final class MrdDaemon implements AutoCloseable
             catch (final InterruptedException ex)
             {
                 Thread.currentThread().interrupt();
+            }
+            controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
+            // Then no request may reach the engine while it releases everything.
+            if (null != server)
+            {
+                server.close();
+            }
+            if (null != metrics)
+            {
+                metrics.close();
             }
             engine.close();
             engine.registrar().close();

@@ -98,11 +98,11 @@ public final class MrCache
      */
     public int lkey(final long address, final long length)
     {
-        source.ensureAlive();
+        // PLANTED: source.ensureAlive();
         final long gen = source.devGen();
         if (gen != devGen)
         {
-            flush(gen);
+            devGen = gen; // PLANTED: no flush
         }
         final int m = mru;
         final long end = topEnd[m];

@@ -378,7 +378,7 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
-     * Gives memory from {@link #allocate} back ({@code FREE}), then unmaps it here. The daemon removes it
+     * Unmaps memory from {@link #allocate} here, then gives it back ({@code FREE}). The daemon removes it
      * from every MR and bumps {@code devGen}, so every process's caches forget its lkeys.
      *
      * @throws MrdException EINVAL when the segment is not one {@link #allocate} returned to this client, else
@@ -394,11 +394,38 @@ public final class MrdClient implements AutoCloseable
                 Sizes.hex(address + segment.byteSize()) + ") was not returned by allocate() of this client" +
                 (null == length ? "" : " (that allocation is " + Sizes.format(length) + ")"));
         }
-        call(new Message.Free(address, length));
-        allocations.remove(address);
+        // Fix (found by the reliability soak, cli/.../reliability/SoakTest): claim the allocation and unmap it here
+        // BEFORE the daemon frees it. Once FREE is done, the daemon may hand the same address to another thread
+        // of this client, which maps it and records it; removing the record or unmapping after FREE (as this
+        // method did) then dropped that thread's record (its free failed EINVAL) or its mapping (SIGSEGV).
+        if (!allocations.remove(address, length))
+        {
+            throw new MrdException(ErrorCode.EINVAL, "segment [" + Sizes.hex(address) + ", " +
+                Sizes.hex(address + length) + ") is being freed by another thread of this client");
+        }
         if (!inProcess)
         {
             Posix.unmapToReservation(address, length);
+        }
+        try
+        {
+            call(new Message.Free(address, length));
+        }
+        catch (final MrdException ex)
+        {
+            // The daemon answered but did not free it: still this client's, so map it back (nobody else can have
+            // been given the address). Dead daemon or timeout: the memory is to be considered gone.
+            if (!isBroken() && ex.code() != ErrorCode.ETIMEDOUT)
+            {
+                if (!inProcess)
+                {
+                    final int list = listOf(address, length);
+                    Posix.mapFixed(address, length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED,
+                        listFd(list), address - listBase(list));
+                }
+                allocations.put(address, length);
+            }
+            throw ex;
         }
     }
 
@@ -517,11 +544,15 @@ public final class MrdClient implements AutoCloseable
      */
     public void deregisterExternal(final ExternalMemory memory)
     {
-        call(new Message.DeregExternal(memory.address()));
+        // Fix (found by the reliability soak): unmapped here BEFORE the daemon deregisters. Once it has, it may
+        // give the same window address to another thread's REG_EXTERNAL, which maps its memfd there; an unmap
+        // after DEREG_EXTERNAL (as this method did) removed that thread's mapping instead. If the daemon
+        // refuses, the memory is no longer mapped here either way.
         if (!inProcess)
         {
             Posix.unmapToReservation(memory.address(), memory.length());
         }
+        call(new Message.DeregExternal(memory.address()));
     }
 
     private int listOf(final long address, final long length)

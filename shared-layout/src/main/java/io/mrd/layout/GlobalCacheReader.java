@@ -16,10 +16,17 @@ import org.agrona.concurrent.UnsafeBuffer;
  */
 public final class GlobalCacheReader
 {
-    /** Spins a reader waits for a write in progress before it gives up and reports the primary stuck. */
-    public static final int MAX_SPINS = 1 << 20;
-    /** Validated-read attempts before giving up: a live primary never rewrites the table this often. */
-    public static final int MAX_ATTEMPTS = 1 << 16;
+    /** Failed read attempts spent spinning before the reader starts yielding its core to the primary. */
+    public static final int SPIN_ATTEMPTS = 1 << 10;
+    /**
+     * How long a reader keeps retrying before it gives up on a primary that holds the write side, or rewrites
+     * the table, without pause. Writes take microseconds; only a primary that stopped inside one (it is dead, or
+     * the machine stopped it) gets near this. The heartbeat decides between the two: the reader gives up after
+     * this long only when the heartbeat is stale too, and after {@link #MAX_WAIT_NS} in any case.
+     */
+    public static final long STUCK_NS = 1_000_000_000L;
+    /** The longest a reader waits, however fresh the heartbeat. */
+    public static final long MAX_WAIT_NS = 10_000_000_000L;
 
     private final ControlFile controlFile;
     private final UnsafeBuffer buffer;
@@ -50,33 +57,66 @@ public final class GlobalCacheReader
 
     /**
      * Looks {@code address} up.
+     * <p>
+     * The first attempt is the whole fast path (small enough for the JIT to inline into the caller); retries,
+     * the wait for a write in progress and the overflowed slow path are out of line.
      *
      * @param address the address.
      * @param out     filled with the entry when found.
      * @return true when found, false when the address is in no registered chunk.
-     * @throws MrdException EBUSY when the primary held the write side for the whole wait (it may have died
-     *                      inside it: the caller checks its heartbeat).
+     * @throws MrdException EBUSY when the primary held the write side for longer than a live primary would
+     *                      (see {@link #STUCK_NS}): it is dead or stuck; the caller checks its heartbeat.
      */
     public boolean lookup(final long address, final MrEntry out)
     {
-        for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++)
+        final long seq = seqLock.tryBeginRead();
+        if (seq != SeqLock.WRITE_IN_PROGRESS && !header.cacheOverflow())
         {
-            final long seq = seqLock.beginRead(MAX_SPINS);
-            if (seq == SeqLock.WRITE_IN_PROGRESS)
+            final int len = Math.max(1, Math.min(header.cacheLen(), cacheCapacity));
+            final int index = SortedTable.lookup(buffer, cacheOffset, len, address);
+            if (index == SortedTable.NOT_FOUND)
             {
-                break;
-            }
-            final boolean found = header.cacheOverflow() ? chunks.scan(address, scratch) : searchCache(address);
-            if (seqLock.validate(seq))
-            {
-                if (found)
+                if (seqLock.validate(seq))
                 {
-                    out.set(scratch);
+                    return false;
                 }
-                return found;
+            }
+            else
+            {
+                final long start = SortedTable.start(buffer, cacheOffset, index);
+                final long end = SortedTable.end(buffer, cacheOffset, index);
+                final int lkey = SortedTable.lkey(buffer, cacheOffset, index);
+                final int mr = SortedTable.mr(buffer, cacheOffset, index);
+                if (seqLock.validate(seq))
+                {
+                    out.set(start, end, lkey, mr);
+                    return true;
+                }
             }
         }
-        throw stuck();
+        return lookupRetrying(address, out);
+    }
+
+    private boolean lookupRetrying(final long address, final MrEntry out)
+    {
+        long firstFailureNs = 0;
+        for (int attempt = 0; ; attempt++)
+        {
+            final long seq = seqLock.tryBeginRead();
+            if (seq != SeqLock.WRITE_IN_PROGRESS)
+            {
+                final boolean found = header.cacheOverflow() ? chunks.scan(address, scratch) : searchCache(address);
+                if (seqLock.validate(seq))
+                {
+                    if (found)
+                    {
+                        out.set(scratch);
+                    }
+                    return found;
+                }
+            }
+            firstFailureNs = backOff(attempt, firstFailureNs);
+        }
     }
 
     /**
@@ -87,20 +127,54 @@ public final class GlobalCacheReader
      */
     public void readConsistent(final Runnable action)
     {
-        for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++)
+        long firstFailureNs = 0;
+        for (int attempt = 0; ; attempt++)
         {
-            final long seq = seqLock.beginRead(MAX_SPINS);
-            if (seq == SeqLock.WRITE_IN_PROGRESS)
+            final long seq = seqLock.tryBeginRead();
+            if (seq != SeqLock.WRITE_IN_PROGRESS)
             {
-                break;
+                action.run();
+                if (seqLock.validate(seq))
+                {
+                    return;
+                }
             }
-            action.run();
-            if (seqLock.validate(seq))
-            {
-                return;
-            }
+            firstFailureNs = backOff(attempt, firstFailureNs);
         }
-        throw stuck();
+    }
+
+    /**
+     * Waits before the next attempt: spins first (a write takes microseconds), then yields the core (on an
+     * oversubscribed machine the primary may need it to finish its write), and gives up only when the primary
+     * looks dead: no progress for {@link #STUCK_NS} with a stale heartbeat, or for {@link #MAX_WAIT_NS}.
+     *
+     * @return the time of the first failed attempt.
+     */
+    private long backOff(final int attempt, final long firstFailureNs)
+    {
+        if (attempt < SPIN_ATTEMPTS)
+        {
+            Thread.onSpinWait();
+            return firstFailureNs;
+        }
+        Thread.yield();
+        final long now = System.nanoTime();
+        if (firstFailureNs == 0)
+        {
+            return now;
+        }
+        final long waited = now - firstFailureNs;
+        if (waited > MAX_WAIT_NS || (waited > STUCK_NS && heartbeatStale()))
+        {
+            throw stuck(waited);
+        }
+        return firstFailureNs;
+    }
+
+    private boolean heartbeatStale()
+    {
+        final long age = controlFile.heartbeatAgeMs(System.currentTimeMillis());
+        return age < 0 || age > 10L * Math.max(1, header.heartbeatIntervalMs());
     }
 
     private boolean searchCache(final long address)
@@ -116,9 +190,9 @@ public final class GlobalCacheReader
         return true;
     }
 
-    private MrdException stuck()
+    private MrdException stuck(final long waitedNs)
     {
-        return new MrdException(ErrorCode.EBUSY, "the primary (pid " + header.pid() +
-            ") kept the MR table locked for writing: it may be stuck or dead; check 'mrd status'");
+        return new MrdException(ErrorCode.EBUSY, "the primary (pid " + header.pid() + ") kept the MR table locked " +
+            "for writing for " + waitedNs / 1_000_000 + " ms: it is stuck or dead; check 'mrd status'");
     }
 }

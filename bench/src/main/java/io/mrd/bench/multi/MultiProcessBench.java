@@ -22,7 +22,7 @@ import java.util.stream.Stream;
  * freeing at a fixed rate; then the create round trip. Writes {@code multi.tsv} and keeps every child's
  * output under {@code multi-logs/} in the results directory.
  * <p>
- * Quick: 2 rounds of 2 s per configuration; full: 3 rounds of 5 s. Each configuration reports its best round.
+ * Quick: 3 rounds of 2 s per configuration; full: 4 rounds of 5 s. Each configuration reports its best round.
  * <p>
  * The daemon runs with {@code --no-mr-ext-memseg} (one MR per 2 MiB segment), so that a secondary's 32 MiB
  * are 16 MRs and its random buffers exercise both local levels (top half 8, bottom half), and with
@@ -71,7 +71,7 @@ public final class MultiProcessBench
             throw new UncheckedIOException(ex);
         }
         final double seconds = quick ? 2 : 5;
-        final int rounds = quick ? 2 : 3;
+        final int rounds = quick ? 3 : 4;
         final int maxSecondaries = ReportTable.PROCESS_COUNTS[ReportTable.PROCESS_COUNTS.length - 1];
         final List<Child> secondaries = new ArrayList<>();
         Child writer = null;
@@ -96,6 +96,7 @@ public final class MultiProcessBench
             // Rounds of every configuration, interleaved, so that a burst of load from elsewhere on a shared
             // machine hits one round of one configuration, not all of one: each configuration keeps its best.
             final Map<String, Measurement> best = new LinkedHashMap<>();
+            final Map<String, Long> errors = new LinkedHashMap<>();
             int run = 0;
             for (int round = 1; round <= rounds; round++)
             {
@@ -106,10 +107,13 @@ public final class MultiProcessBench
                         final Measurement m = lookups(++run, round, secondaries.subList(0, n),
                             withWriter ? writer : null, seconds);
                         best.merge(m.name(), m, (a, b) -> b.total() > a.total() ? b : a);
+                        errors.merge(m.name(), m.errors(), Long::sum);
                     }
                 }
             }
             best.values().forEach(this::record);
+            errors.forEach((name, count) -> record("lookups." + name + ".errors", count, "failed lookups",
+                "in all rounds"));
             for (final Child child : secondaries)
             {
                 child.send(Handshake.QUIT);
@@ -156,7 +160,7 @@ public final class MultiProcessBench
      * One configuration's numbers in one round.
      */
     private record Measurement(String name, int round, double total, List<Double> rates, List<String> details,
-        double writerRate, String writerDetails)
+        long errors, double writerRate, String writerDetails)
     {
     }
 
@@ -177,15 +181,20 @@ public final class MultiProcessBench
         double total = 0;
         final List<Double> rates = new ArrayList<>();
         final List<String> details = new ArrayList<>();
+        long errors = 0;
         for (int i = 0; i < n; i++)
         {
             final Child child = secondaries.get(i);
             final Map<String, String> result = Handshake.parseResult(child.awaitLine(Handshake.resultOf(run), timeout));
-            if (!"0".equals(result.get("errors")))
+            // A failed lookup is a finding, not a reason to stop: it is counted, shown in the table, and the
+            // secondary's log (multi-logs/) holds the first message.
+            final long failed = Long.parseLong(result.get("errors"));
+            if (failed > 0)
             {
-                throw new IllegalStateException(child.name() + " had " + result.get("errors") +
-                    " lookup errors in run " + run + ":\n" + child.tail());
+                System.out.printf("multi: %s: %d lookups failed in run %d; first: %s%n", child.name(), failed, run,
+                    child.lines().stream().filter(line -> line.startsWith("lookup failed")).findFirst().orElse("?"));
             }
+            errors += failed;
             final double rate = Double.parseDouble(result.get("lookupsPerSecond"));
             total += rate;
             rates.add(rate);
@@ -197,18 +206,21 @@ public final class MultiProcessBench
         {
             writer.send("stop");
             final Map<String, String> result = Handshake.parseResult(writer.awaitLine(Handshake.resultOf(run), timeout));
-            if (!"0".equals(result.get("errors")))
+            final long failed = Long.parseLong(result.get("errors"));
+            if (failed > 0)
             {
-                throw new IllegalStateException("the writer had " + result.get("errors") + " errors in run " + run +
-                    ":\n" + writer.tail());
+                System.out.printf("multi: the writer failed %d cycles in run %d; first: %s%n", failed, run,
+                    writer.lines().stream().filter(line -> line.startsWith("writer cycle failed")).findFirst()
+                        .orElse("?"));
             }
+            errors += failed;
             writerRate = Double.parseDouble(result.get("rate"));
             writerDetails = result.toString();
         }
         System.out.printf(Locale.ROOT, "multi: round %d, %d secondar%s%s: %.1f M lookups/s%s%n", round, n,
             n == 1 ? "y" : "ies", null != writer ? " + writer" : "", total / 1e6,
             null != writer ? String.format(Locale.ROOT, " (writer reached %.0f/s)", writerRate) : "");
-        return new Measurement(name, round, total, rates, details, writerRate, writerDetails);
+        return new Measurement(name, round, total, rates, details, errors, writerRate, writerDetails);
     }
 
     private void record(final Measurement m)

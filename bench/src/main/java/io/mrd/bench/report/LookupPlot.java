@@ -41,6 +41,33 @@ public final class LookupPlot
      */
     record Series(String name, Color color, boolean dashed, List<double[]> points)
     {
+        boolean java()
+        {
+            return name.startsWith("Java");
+        }
+    }
+
+    /**
+     * The mark drawn at each point of a series.
+     */
+    enum Marker
+    {
+        DOT, SQUARE, DIAMOND
+    }
+
+    private static Marker marker(final Series s)
+    {
+        return s.name().contains("top half") ? Marker.DIAMOND : s.dashed() ? Marker.SQUARE : Marker.DOT;
+    }
+
+    private static void mark(final Graphics2D g, final Marker marker, final int x, final int y)
+    {
+        switch (marker)
+        {
+            case DOT -> g.fillOval(x - 4, y - 4, 9, 9);
+            case SQUARE -> g.drawRect(x - 4, y - 4, 8, 8);
+            case DIAMOND -> g.fillPolygon(new int[] {x, x + 6, x, x - 6}, new int[] {y - 6, y, y + 6, y}, 4);
+        }
     }
 
     private LookupPlot()
@@ -120,7 +147,7 @@ public final class LookupPlot
         final double xMin = Math.log10(4);
         final double xMax = Math.log10(2 << 20);
         final double yMin = 0;
-        final double yMax = Math.ceil(Math.log10(maxNs * 1.5));
+        final double yMax = Math.ceil(Math.log10(maxNs * 1.15));
         final int plotWidth = WIDTH - LEFT - RIGHT;
         final int plotHeight = HEIGHT - TOP - BOTTOM;
         final Axis axis = new Axis(xMin, xMax, yMin, yMax, plotWidth, plotHeight);
@@ -197,20 +224,16 @@ public final class LookupPlot
             {
                 final int x = LEFT + axis.x(p[0]);
                 final int y = TOP + axis.y(p[1]);
-                if (s.dashed())
-                {
-                    g.drawRect(x - 4, y - 4, 8, 8);
-                }
-                else
-                {
-                    g.fillOval(x - 4, y - 4, 9, 9);
-                }
-                g.drawString(String.format(Locale.ROOT, p[1] < 10 ? "%.1f" : "%.0f", p[1]), x + 6, y - 6);
+                mark(g, marker(s), x, y);
+                // Java's values above the point, C's below, so that close values stay readable.
+                g.drawString(String.format(Locale.ROOT, p[1] < 10 ? "%.1f" : "%.0f", p[1]), x + 7,
+                    s.java() ? y - 7 : y + 16);
             }
             final int lx = LEFT + plotWidth + 16;
             g.setStroke(stroke);
             g.drawLine(lx, legendY, lx + 30, legendY);
             g.setStroke(thin);
+            mark(g, marker(s), lx + 15, legendY);
             g.setColor(Color.BLACK);
             g.drawString(s.name(), lx + 36, legendY + 4);
             legendY += 20;

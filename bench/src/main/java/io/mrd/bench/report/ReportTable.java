@@ -161,8 +161,9 @@ public final class ReportTable
         final OptionalDouble one = value("multi", "lookups.1.total");
         for (final int n : PROCESS_COUNTS)
         {
+            final long failed = errors(String.valueOf(n));
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
-                perProcess("lookups." + n);
+                perProcess("lookups." + n) + errorNote(failed);
             final OptionalDouble total = value("multi", "lookups." + n + ".total");
             if (n == 1)
             {
@@ -183,15 +184,16 @@ public final class ReportTable
             }
             final double r = total.getAsDouble() / one.getAsDouble();
             rows.add(new Row(label, perSecond(total.getAsDouble()), "1 secondary: " + perSecond(one.getAsDouble()),
-                ratio(r), target, applies ? yesNo(r >= wanted) : notApplicable(n)));
+                ratio(r), target, applies ? failedOr(failed, yesNo(r >= wanted)) : notApplicable(n)));
         }
         for (final int n : PROCESS_COUNTS)
         {
             final OptionalDouble writerRate = value("multi", "writer." + n + ".rate");
             final String writer = writerRate.isPresent() ?
                 String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
+            final long failed = errors(n + ".writer");
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
-                ", writer allocating+creating+freeing 100/s" + writer;
+                ", writer allocating+creating+freeing 100/s" + writer + errorNote(failed);
             final OptionalDouble with = value("multi", "lookups." + n + ".writer.total");
             final OptionalDouble without = value("multi", "lookups." + n + ".total");
             if (with.isEmpty() || without.isEmpty())
@@ -203,9 +205,25 @@ public final class ReportTable
             }
             final double r = with.getAsDouble() / without.getAsDouble();
             rows.add(new Row(label, perSecond(with.getAsDouble()), "no writer: " + perSecond(without.getAsDouble()),
-                ratio(r), "≥ 0.80× without", yesNo(r >= 0.8)));
+                ratio(r), "≥ 0.80× without", failedOr(failed, yesNo(r >= 0.8))));
         }
         return rows;
+    }
+
+    private long errors(final String name)
+    {
+        final OptionalDouble failed = value("multi", "lookups." + name + ".errors");
+        return failed.isPresent() ? (long)failed.getAsDouble() : 0;
+    }
+
+    private static String errorNote(final long failed)
+    {
+        return failed > 0 ? " — " + failed + " lookups FAILED (see multi-logs/)" : "";
+    }
+
+    private static String failedOr(final long failed, final String met)
+    {
+        return failed > 0 ? NO + " (" + failed + " failed lookups)" : met;
     }
 
     private String notApplicable(final int n)

@@ -75,6 +75,17 @@ class ReportTableTest
     }
 
     @Test
+    void failedLookupsAreShownAndFailTheTarget()
+    {
+        put("multi", "lookups.1.total", 10e6);
+        put("multi", "lookups.1.writer.total", 9.5e6);
+        put("multi", "lookups.1.writer.errors", 5);
+        final Row row = row(new ReportTable(results, 2), "lookups/s, 1 secondary, writer");
+        assertTrue(row.label().contains("5 lookups FAILED"), row.label());
+        assertEquals("no (5 failed lookups)", row.met());
+    }
+
+    @Test
     void createRoundTripComparesP50WithThePingPong()
     {
         put("multi", "create.existing.p50", 30);

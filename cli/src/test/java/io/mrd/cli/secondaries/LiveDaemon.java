@@ -291,7 +291,8 @@ final class LiveDaemon implements AutoCloseable
         if (runDirectory.isLocked())
         {
             // A daemon the test started some other way ('mrd start' in the background).
-            runDirectory.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid())).ifPresent(ProcessHandle::destroyForcibly);
+            runDirectory.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid()))
+                .ifPresent(ProcessHandle::destroyForcibly);
             ChildJvm.await("the daemon in " + dir + " to exit", TIMEOUT, () -> !runDirectory.isLocked());
         }
         deleteRecursively(dir);

@@ -58,9 +58,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <p>
  * Output: {@code RESULT LABEL OK|ERR OP key=value... [message=TEXT]}; every line has {@code at=} (wall-clock
  * ms when the command ended) and {@code ns=} (its duration); an {@code ERR} line has {@code code=} (the
- * {@link io.mrd.layout.ErrorCode} name, or {@code USAGE}/{@code TIMEOUT}/{@code IO}) and {@code type=} (the
- * exception's simple name). The last line is {@code RESULT end OK done errors=N}, exit status 0; a command
- * the driver cannot parse ends the run with exit status 2. {@link Result#parse} reads the lines back.
+ * {@link ErrorCode} name, e.g. {@code ETIMEDOUT} for an {@code await} that ran out; else {@code USAGE} or
+ * {@code IO}) and {@code type=} (the exception's simple name). The last line is {@code RESULT end OK done
+ * errors=N}, exit status 0; a command the driver cannot parse ends the run with exit status 2.
+ * {@link Result#parse} reads the lines back.
  */
 public final class SecondaryDriver
 {
@@ -381,7 +382,7 @@ public final class SecondaryDriver
             {
                 final MrCache fresh = client.newCache();
                 iterations++;
-                fields.put("lkey", Sizes.hex(fresh.lkey(address, length) & 0xFFFF_FFFFL));
+                fresh.lkey(address, length);
                 LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
             }
         }
@@ -508,7 +509,7 @@ public final class SecondaryDriver
     /**
      * Waits for a file another process creates: the sync point between processes.
      */
-    static void awaitFile(final Path file, final long timeoutMs)
+    public static void awaitFile(final Path file, final long timeoutMs)
     {
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
         while (!Files.exists(file))
@@ -524,7 +525,7 @@ public final class SecondaryDriver
     /**
      * Writes a file so that a reader never sees it partly written: a temporary file renamed over it.
      */
-    static void writeAtomically(final Path file, final String content)
+    public static void writeAtomically(final Path file, final String content)
     {
         try
         {

@@ -7,13 +7,11 @@ import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.testing.ChildJvm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -117,6 +115,8 @@ final class SharedMrTest
         final String b = daemon.syncFile("b").toString();
         final String cached = daemon.syncFile("cached").toString();
         final String freed = daemon.syncFile("freed").toString();
+        // The other secondary's lookups of the freed range happen before the owner allocates it again.
+        final String looked = daemon.syncFile("looked").toString();
         final String done = daemon.syncFile("done").toString();
         final Secondary owner = daemon.secondary("owner",
             "attach name=owner",
@@ -127,6 +127,7 @@ final class SharedMrTest
             "free a #free",
             "signal " + freed,
             "lkey a 64 #after-free",
+            "await " + looked,
             "alloc b 4MiB #realloc",
             "lkey b 64 #new",
             "publish b " + b,
@@ -141,6 +142,7 @@ final class SharedMrTest
             "await " + freed,
             "lkey a+1MiB 64 #after-free",
             "lkey a 64 #after-free-again",
+            "signal " + looked,
             "import b " + b,
             "lkey a 64 #after-realloc",
             "signal " + done,
@@ -184,7 +186,8 @@ final class SharedMrTest
         // Three chunks that are not virtually contiguous: the owner frees the 2MiB gaps between them.
         final String[] chunkNames = {"a", "b", "c"};
         final List<String> ownerCommands = new ArrayList<>(List.of("attach name=owner",
-            "alloc a 4MiB #a", "alloc x 2MiB", "alloc b 4MiB #b", "alloc y 2MiB", "alloc c 4MiB #c", "free x", "free y"));
+            "alloc a 4MiB #a", "alloc x 2MiB", "alloc b 4MiB #b", "alloc y 2MiB", "alloc c 4MiB #c",
+            "free x", "free y"));
         for (final String chunk : chunkNames)
         {
             ownerCommands.add("publish " + chunk + " " + daemon.syncFile(chunk));
@@ -207,7 +210,7 @@ final class SharedMrTest
                     commands.add("import " + chunk + " " + daemon.syncFile(chunk));
                 }
             }
-            commands.add("signal " + daemon.syncFile("ready-" + i));
+            commands.add("signal " + daemon.syncFile("ready-" + i) + " #ready");
             commands.add(race);
             commands.add("await " + daemon.syncFile("checked"));
             commands.add("close");
@@ -219,12 +222,8 @@ final class SharedMrTest
         {
             chunkStart.put(chunk, owner.awaitOk(chunk).number("addr"));
         }
-        for (int i = 0; i < 4; i++)
-        {
-            final int index = i;
-            ChildJvm.await("racer " + i + " to be ready", LiveDaemon.TIMEOUT,
-                () -> Files.exists(daemon.syncFile("ready-" + index)));
-        }
+        // Every racer attached and about to start its threads: release them together.
+        secondaries.forEach(secondary -> secondary.awaitOk("ready"));
         daemon.signal("go");
 
         final Map<String, Set<String>> lkeysByChunk = new HashMap<>();
@@ -243,7 +242,8 @@ final class SharedMrTest
                     .add(lookup.get("lkey"));
             }
         }
-        System.out.println("concurrent creates: " + createRequests + " CREATE_MR requests from 8 threads in 4 processes");
+        System.out.println("concurrent creates: " + createRequests +
+            " CREATE_MR requests from 8 threads in 4 processes");
         for (final String chunk : chunkNames)
         {
             assertEquals(1, lkeysByChunk.get(chunk).size(), "every thread got one lkey for chunk " + chunk + ": " +

@@ -399,7 +399,20 @@ public final class MemsegList
             record.segment(i, newOwner, first);
         }
         allocatedSegments += n;
-        record.allocatedSegments(allocatedSegments);
+        record.allocatedSegments(publishedAllocated());
+    }
+
+    /**
+     * Fix (found by the reliability soak, cli/.../reliability/SoakTest, as an {@code mrd check} violation
+     * "allocatedSegments says N but N+k segments have an owner"): the control file shows releasing segments
+     * with their old owner until {@link #markFree}, so the count it shows must include them. Publishing
+     * {@code allocatedSegments} alone from {@link #markAllocated} while a free of k segments was between
+     * {@link #markReleasing} and {@link #markFree} left the file inconsistent for as long as that free took
+     * (its deregistration, unmap and hole punch; tens of ms on a loaded machine).
+     */
+    private int publishedAllocated()
+    {
+        return allocatedSegments + releasingSegments;
     }
 
     /**
@@ -458,7 +471,7 @@ public final class MemsegList
             record.segment(i, OWNER_FREE, 0);
         }
         releasingSegments -= n;
-        record.allocatedSegments(allocatedSegments);
+        record.allocatedSegments(publishedAllocated());
     }
 
     /**

@@ -1,0 +1,131 @@
+package io.mrd.cli.secondaries;
+
+import io.mrd.layout.ControlFileSnapshot;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.ChildJvm;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * README.md's "Using mrd from a JVM worker" example: {@link ReadmeExample} runs against a real daemon, and
+ * the README shows exactly its code, so the two cannot drift apart.
+ */
+final class ReadmeExampleTest
+{
+    private static final long BASE_VIRTADDR = 0x2B40_0000_0000L;
+    static final String SOURCE = "cli/src/test/java/io/mrd/cli/secondaries/ReadmeExample.java";
+    static final String BEGIN = "// README-BEGIN";
+    static final String END = "// README-END";
+    static final String README_BEGIN = "<!-- example:ReadmeExample -->";
+    static final String README_END = "<!-- /example -->";
+    private static final Pattern OUTPUT = Pattern.compile("buffer 0x([0-9a-f]+) lkey 0x([0-9a-f]+)");
+
+    private LiveDaemon daemon;
+
+    @AfterEach
+    void stopDaemon()
+    {
+        if (null != daemon)
+        {
+            daemon.close();
+        }
+    }
+
+    @Test
+    void exampleRunsAgainstARealDaemon()
+    {
+        daemon = LiveDaemon.start("readme", BASE_VIRTADDR, "--max-memory", "128MiB");
+        final String output;
+        try (ChildJvm example = ChildJvm.start("readme-example", ReadmeExample.class, List.of(daemon.dir().toString())))
+        {
+            final int exit = example.awaitExit(LiveDaemon.TIMEOUT);
+            output = example.output();
+            assertEquals(0, exit, output);
+        }
+        final Matcher matcher = OUTPUT.matcher(output);
+        assertTrue(matcher.find(), "the example prints its buffer and lkey:\n" + output);
+        final long address = Long.parseUnsignedLong(matcher.group(1), 16);
+        final ControlFileSnapshot s = daemon.awaitSnapshot("the example's memory to be freed", snapshot ->
+            snapshot.counter(MrdCounter.BYTES_ALLOCATED) == 0 && snapshot.mrs().isEmpty());
+        assertEquals(BASE_VIRTADDR + 4096, address, "the first allocation starts at --base-virtaddr");
+        assertEquals(1L, s.counter(MrdCounter.MRS_CREATED), "its lookup registered one MR");
+        assertEquals(1L, s.counter(MrdCounter.MRS_DEREGISTERED), "its free deregistered it");
+        assertEquals(1L, s.counter(MrdCounter.FREES), "it freed its memory itself: " + Sizes.hex(address));
+    }
+
+    @Test
+    void readmeShowsTheExampleVerbatim() throws IOException
+    {
+        final Path root = projectRoot();
+        final List<String> code = between(Files.readAllLines(root.resolve(SOURCE), StandardCharsets.UTF_8), BEGIN, END,
+            SOURCE);
+        final List<String> block = between(Files.readAllLines(root.resolve("README.md"), StandardCharsets.UTF_8),
+            README_BEGIN, README_END, "README.md");
+        assertTrue(block.size() >= 2 && block.getFirst().equals("```java") && block.getLast().equals("```"),
+            "README.md: the example between " + README_BEGIN + " and " + README_END + " must be one ```java block");
+        final List<String> shown = block.subList(1, block.size() - 1);
+        assertEquals(String.join("\n", code), String.join("\n", shown),
+            "README.md must show " + SOURCE + " between " + BEGIN + " and " + END + " verbatim; paste it again");
+    }
+
+    /**
+     * @return the lines strictly between the marker lines, trailing blanks removed.
+     */
+    static List<String> between(final List<String> lines, final String begin, final String end, final String file)
+    {
+        final int from = indexOf(lines, begin, 0, file);
+        final int to = indexOf(lines, end, from + 1, file);
+        final List<String> result = new ArrayList<>();
+        for (final String line : lines.subList(from + 1, to))
+        {
+            result.add(line.stripTrailing());
+        }
+        return result;
+    }
+
+    private static int indexOf(final List<String> lines, final String marker, final int from, final String file)
+    {
+        for (int i = from; i < lines.size(); i++)
+        {
+            if (lines.get(i).strip().equals(marker))
+            {
+                return i;
+            }
+        }
+        throw new AssertionError(file + " has no line '" + marker + "'");
+    }
+
+    /**
+     * The repository root: Surefire's {@code mrd.project.root}, else the first parent with README.md and pom.xml.
+     */
+    static Path projectRoot()
+    {
+        final String configured = System.getProperty("mrd.project.root");
+        if (null != configured && Files.isRegularFile(Path.of(configured, "README.md")))
+        {
+            return Path.of(configured);
+        }
+        for (Path dir = Path.of("").toAbsolutePath(); null != dir; dir = dir.getParent())
+        {
+            if (Files.isRegularFile(dir.resolve("README.md")) && Files.isRegularFile(dir.resolve("pom.xml")) &&
+                Files.isDirectory(dir.resolve("cli")))
+            {
+                return dir;
+            }
+        }
+        throw new AssertionError("cannot find the repository root (README.md) above " + Path.of("").toAbsolutePath());
+    }
+}
