@@ -98,11 +98,11 @@ public final class MrCache
      */
     public int lkey(final long address, final long length)
     {
-        // PLANTED: source.ensureAlive();
+        source.ensureAlive();
         final long gen = source.devGen();
         if (gen != devGen)
         {
-            devGen = gen; // PLANTED: no flush
+            flush(gen);
         }
         final int m = mru;
         final long end = topEnd[m];
