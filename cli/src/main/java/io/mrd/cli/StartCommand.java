@@ -204,6 +204,12 @@ public final class StartCommand implements Callable<Integer>
     {
         final MrdDaemon daemon = MrdDaemon.launch(context);
         Runtime.getRuntime().addShutdownHook(new Thread(daemon::close, "mrd-shutdown"));
+        // SIGTERM and SIGINT are the graceful stop, not a failure: exit 0 (the JVM's default is 128 + signal,
+        // which supervisors such as systemd report as a failed unit). The shutdown hook does the work.
+        for (final String signal : new String[] {"TERM", "INT"})
+        {
+            sun.misc.Signal.handle(new sun.misc.Signal(signal), ignored -> System.exit(0));
+        }
         spec.commandLine().getOut().println("mrd started: pid " + ProcessHandle.current().pid() + ", dir " +
             context.dir());
         spec.commandLine().getOut().flush();
