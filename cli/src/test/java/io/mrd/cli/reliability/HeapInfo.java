@@ -18,7 +18,7 @@ final class HeapInfo
     }
 
     /**
-     * @return the lines of {@code GC.heap_info} that carry "used", joined; or why there are none.
+     * @return the generations' "total ..., used ..." of {@code GC.heap_info}, joined; or why there are none.
      */
     static String of(final long pid)
     {
@@ -37,7 +37,10 @@ final class HeapInfo
                 process.destroyForcibly();
                 return "(jcmd did not answer within 30 s)";
             }
-            return out.lines().filter(l -> l.contains("used")).map(String::trim).collect(Collectors.joining("; "));
+            // "DefNew total 78656K, used 59720K [0x..." -> "DefNew total 78656K, used 59720K"
+            return out.lines().filter(l -> l.contains(" total ") && l.contains("used"))
+                .map(l -> (l.contains("[") ? l.substring(0, l.indexOf('[')) : l).trim().replaceAll("\\s+", " "))
+                .collect(Collectors.joining("; "));
         }
         catch (final IOException ex)
         {

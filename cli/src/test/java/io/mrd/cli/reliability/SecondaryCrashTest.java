@@ -9,7 +9,6 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -64,7 +63,7 @@ final class SecondaryCrashTest
                 final long victimMrs;
                 final String busy;
                 try (ChildJvm victim = ChildJvm.start(name, ReliabilitySecondary.class.getName(),
-                    List.of("churn", dir.toString(), name, "2"), Map.of(), errorFile()))
+                    List.of("churn", dir.toString(), name, "2"), SoakTest.SLOW_MACHINE, errorFile()))
                 {
                     victim.awaitLine(l -> l.startsWith("churning ops="), WAIT);
                     final long requests = daemon.counter(MrdCounter.REQUESTS);
@@ -129,7 +128,7 @@ final class SecondaryCrashTest
     private ChildJvm secondary(final String mode, final String name)
     {
         return ChildJvm.start(name, ReliabilitySecondary.class.getName(),
-            List.of(mode, dir.toString(), name, signals.toString()), Map.of(), errorFile());
+            List.of(mode, dir.toString(), name, signals.toString()), SoakTest.SLOW_MACHINE, errorFile());
     }
 
     private List<String> errorFile()
