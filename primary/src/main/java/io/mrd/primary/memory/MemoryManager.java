@@ -388,17 +388,13 @@ public final class MemoryManager implements AutoCloseable
      */
     public Chunk contiguousChunk(final long address)
     {
-        assert holdsMemoryLock() : "contiguousChunk needs the memory lock";
-        final MemsegList list = listOf(address);
-        if (null == list || closed)
+        final Chunk single = segmentOf(address);
+        if (null == single)
         {
             return null;
         }
-        final int segment = list.segmentIndex(address);
-        if (!list.isAllocated(segment))
-        {
-            return null;
-        }
+        final MemsegList list = list(single.listIndex());
+        final int segment = single.firstSegment();
         int first = segment;
         while (first > 0 && list.isAllocated(first - 1))
         {
