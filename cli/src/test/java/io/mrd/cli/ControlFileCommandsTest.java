@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.testing.TestDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.CacheEntryDescriptor;
@@ -40,7 +41,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import java.util.stream.Stream;
 
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.layout.sys.Sizes.hex;
@@ -119,7 +119,7 @@ final class ControlFileCommandsTest
             {
                 Posix.munmapQuietly(external.address(), external.byteSize());
             }
-            deleteTree(dir);
+            TestDirs.deleteTree(dir);
         }
     }
 
@@ -582,18 +582,4 @@ final class ControlFileCommandsTest
         return new Run(exit, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
     }
 
-    private static void deleteTree(final Path root) throws IOException
-    {
-        if (null == root || !Files.exists(root))
-        {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(root))
-        {
-            for (final Path path : paths.sorted(Comparator.reverseOrder()).toList())
-            {
-                Files.deleteIfExists(path);
-            }
-        }
-    }
 }

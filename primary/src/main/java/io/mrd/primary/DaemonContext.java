@@ -3,7 +3,6 @@ package io.mrd.primary;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
-import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 
 import java.nio.file.Path;

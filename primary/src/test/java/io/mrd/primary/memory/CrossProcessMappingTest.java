@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.TestDirs;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.HeaderDescriptor;
@@ -31,7 +32,7 @@ class CrossProcessMappingTest
     @Test
     void aSecondProcessSeesTheDaemonsBytesAtTheSameAddress()
     {
-        final Path dir = MemoryFixture.tempDir("xproc");
+        final Path dir = TestDirs.create("xproc");
         final ControlFileLayout layout = ControlFileLayout.compute(2, SEGMENTS, 16, 16, 4);
         try (ControlFile ctl = ControlFile.create(dir.resolve(ControlFile.FILE_NAME), layout, 4096))
         {
@@ -82,7 +83,7 @@ class CrossProcessMappingTest
         }
         finally
         {
-            MemoryFixture.deleteTree(dir);
+            TestDirs.deleteTree(dir);
         }
     }
 

@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.TestDirs;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
@@ -51,7 +52,7 @@ class HugePagesTest
     @Test
     void anExplicitDirectoryThatIsNotHugetlbfsIsRefusedWithHowToMountOne()
     {
-        final Path dir = MemoryFixture.tempDir("nothuge");
+        final Path dir = TestDirs.create("nothuge");
         try
         {
             final MrdException ex = assertThrows(MrdException.class,
@@ -63,7 +64,7 @@ class HugePagesTest
         }
         finally
         {
-            MemoryFixture.deleteTree(dir);
+            TestDirs.deleteTree(dir);
         }
     }
 
@@ -78,7 +79,7 @@ class HugePagesTest
     @Test
     void staleBackingFilesAreRemovedAndLiveOnesKept() throws IOException
     {
-        final Path dir = MemoryFixture.tempDir("stale");
+        final Path dir = TestDirs.create("stale");
         try
         {
             final Path stale = Files.createFile(dir.resolve("mrd-999999-list-0"));
@@ -100,7 +101,7 @@ class HugePagesTest
         }
         finally
         {
-            MemoryFixture.deleteTree(dir);
+            TestDirs.deleteTree(dir);
         }
     }
 

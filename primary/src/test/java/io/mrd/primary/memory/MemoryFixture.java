@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.TestDirs;
 import io.mrd.layout.ControlFileLayout;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -7,10 +8,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.stream.Stream;
 
 import static io.mrd.layout.sys.Sizes.MIB;
 
@@ -42,7 +41,7 @@ final class MemoryFixture implements AutoCloseable
 
     MemoryFixture(final long base, final int lists, final int segmentsPerList, final Optional<Path> hugeDir)
     {
-        dir = tempDir("mem");
+        dir = TestDirs.create("mem");
         layout = ControlFileLayout.compute(lists, segmentsPerList, 16, 16, 4);
         control = new UnsafeBuffer(new byte[(int)layout.fileLength()]);
         try
@@ -52,7 +51,7 @@ final class MemoryFixture implements AutoCloseable
         }
         catch (final RuntimeException ex)
         {
-            deleteTree(dir);
+            TestDirs.deleteTree(dir);
             throw ex;
         }
     }
@@ -65,7 +64,7 @@ final class MemoryFixture implements AutoCloseable
         }
         finally
         {
-            deleteTree(dir);
+            TestDirs.deleteTree(dir);
         }
     }
 
@@ -77,43 +76,6 @@ final class MemoryFixture implements AutoCloseable
         final FreedRange range = manager.free(address, length, owner);
         manager.release(range);
         return range;
-    }
-
-    /**
-     * @return a new directory on tmpfs when the machine has /dev/shm, else in the temp directory.
-     */
-    static Path tempDir(final String name)
-    {
-        try
-        {
-            final Path shm = Path.of("/dev/shm");
-            return Files.isDirectory(shm) && Files.isWritable(shm) ?
-                Files.createTempDirectory(shm, "mrd-test-" + name + "-") :
-                Files.createTempDirectory("mrd-test-" + name + "-");
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-    }
-
-    static void deleteTree(final Path root)
-    {
-        if (!Files.exists(root))
-        {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(root))
-        {
-            for (final Path path : paths.sorted(Comparator.reverseOrder()).toList())
-            {
-                Files.deleteIfExists(path);
-            }
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
     }
 
     /**

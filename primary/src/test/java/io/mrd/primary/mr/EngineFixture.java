@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.testing.TestDirs;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
@@ -25,10 +26,7 @@ import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -37,7 +35,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
-import java.util.stream.Stream;
 
 import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -156,7 +153,7 @@ final class EngineFixture implements AutoCloseable
     EngineFixture(final Options options)
     {
         this.options = options;
-        dir = tempDir("mr");
+        dir = TestDirs.create("mr");
         ControlFile ctl = null;
         MemoryManager memory = null;
         Registrar soft = null;
@@ -186,7 +183,7 @@ final class EngineFixture implements AutoCloseable
         catch (final RuntimeException ex)
         {
             closeQuietly(view, engine, soft, memory, ctl);
-            deleteTree(dir);
+            TestDirs.deleteTree(dir);
             throw ex;
         }
         this.ctl = ctl;
@@ -223,7 +220,7 @@ final class EngineFixture implements AutoCloseable
             }
             finally
             {
-                deleteTree(dir);
+                TestDirs.deleteTree(dir);
             }
         }
     }
@@ -655,40 +652,6 @@ final class EngineFixture implements AutoCloseable
     }
 
     // ---------------------------------------------------------------------------------------------------------
-
-    static Path tempDir(final String name)
-    {
-        try
-        {
-            final Path shm = Path.of("/dev/shm");
-            return Files.isDirectory(shm) && Files.isWritable(shm) ?
-                Files.createTempDirectory(shm, "mrd-test-" + name + "-") :
-                Files.createTempDirectory("mrd-test-" + name + "-");
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-    }
-
-    static void deleteTree(final Path root)
-    {
-        if (!Files.exists(root))
-        {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(root))
-        {
-            for (final Path path : paths.sorted(Comparator.reverseOrder()).toList())
-            {
-                Files.deleteIfExists(path);
-            }
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-    }
 
     private static void closeQuietly(final AutoCloseable... closeables)
     {
