@@ -1,5 +1,8 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.layout.sys.ProcMaps;
+import io.mrd.layout.sys.ProcMaps.Mapping;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -15,22 +18,6 @@ import java.util.stream.Stream;
  */
 final class Proc
 {
-    /**
-     * One line of {@code /proc/<pid>/maps}.
-     */
-    record Mapping(long start, long end, String perms, String path)
-    {
-        boolean overlaps(final long from, final long to)
-        {
-            return start < to && from < end;
-        }
-
-        public String toString()
-        {
-            return Long.toHexString(start) + "-" + Long.toHexString(end) + " " + perms + " " + path;
-        }
-    }
-
     private Proc()
     {
     }
@@ -106,25 +93,7 @@ final class Proc
      */
     static List<Mapping> maps(final long pid)
     {
-        try
-        {
-            final List<Mapping> mappings = new ArrayList<>();
-            for (final String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "maps")))
-            {
-                final String[] f = line.trim().split("\\s+", 6);
-                final int dash = f[0].indexOf('-');
-                mappings.add(new Mapping(
-                    Long.parseUnsignedLong(f[0].substring(0, dash), 16),
-                    Long.parseUnsignedLong(f[0].substring(dash + 1), 16),
-                    f[1],
-                    f.length > 5 ? f[5] : ""));
-            }
-            return mappings;
-        }
-        catch (final IOException ex)
-        {
-            throw new AssertionError("cannot read /proc/" + pid + "/maps: " + ex, ex);
-        }
+        return ProcMaps.read(pid);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.layout.sys.ProcMaps;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListRecord;
@@ -114,13 +115,13 @@ final class SecurityTest
             assertEquals("rw-rw----", mode(dir.resolve(RunDirectory.SOCKET_FILE)), "socket mode");
             holder.awaitLine(l -> l.startsWith("holding "), WAIT);
             final String ctlPath = dir.resolve(ControlFile.FILE_NAME).toRealPath().toString();
-            final List<Proc.Mapping> ctl = Proc.maps(holder.pid()).stream().filter(m -> m.path().equals(ctlPath)).toList();
+            final List<ProcMaps.Mapping> ctl = Proc.maps(holder.pid()).stream().filter(m -> m.path().equals(ctlPath)).toList();
             assertTrue(!ctl.isEmpty(), "the secondary maps " + ctlPath);
-            for (final Proc.Mapping m : ctl)
+            for (final ProcMaps.Mapping m : ctl)
             {
                 assertEquals("r--s", m.perms(), "control file mapping in the secondary: " + m);
             }
-            final List<Proc.Mapping> memory = Proc.mapsContaining(holder.pid(), "/mem/list-");
+            final List<ProcMaps.Mapping> memory = Proc.mapsContaining(holder.pid(), "/mem/list-");
             assertTrue(!memory.isEmpty() && memory.stream().allMatch(m -> m.perms().equals("rw-s")), memory::toString);
 
             // A secondary that writes into the control file faults and dies alone.
@@ -188,7 +189,7 @@ final class SecurityTest
 
             final Map<Long, String> targets = new LinkedHashMap<>();
             final Map<String, Integer> kinds = new TreeMap<>();
-            for (final Proc.Mapping m : Proc.maps(daemon.pid()))
+            for (final ProcMaps.Mapping m : Proc.maps(daemon.pid()))
             {
                 if (managed.stream().anyMatch(r -> m.overlaps(r[0], r[1])))
                 {

@@ -8,7 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Test helper: this process's mappings as {@code /proc/self/maps} lists them, to check what the kernel
+ * Test helper: a process's mappings as {@code /proc/<pid>/maps} lists them, to check what the kernel
  * really mapped (address, permissions, file) without touching the memory.
  */
 public final class ProcMaps
@@ -28,6 +28,11 @@ public final class ProcMaps
             return start <= address && address < end;
         }
 
+        public boolean overlaps(final long from, final long to)
+        {
+            return start < to && from < end;
+        }
+
         public String toString()
         {
             return Long.toHexString(start) + "-" + Long.toHexString(end) + " " + perms + " " + path;
@@ -40,10 +45,23 @@ public final class ProcMaps
 
     public static List<Mapping> read()
     {
+        return read(Path.of("/proc/self/maps"));
+    }
+
+    /**
+     * @return the mappings of another process, from {@code /proc/<pid>/maps}.
+     */
+    public static List<Mapping> read(final long pid)
+    {
+        return read(Path.of("/proc", Long.toString(pid), "maps"));
+    }
+
+    private static List<Mapping> read(final Path maps)
+    {
         try
         {
             final List<Mapping> mappings = new ArrayList<>();
-            for (final String line : Files.readAllLines(Path.of("/proc/self/maps")))
+            for (final String line : Files.readAllLines(maps))
             {
                 final String[] f = line.trim().split("\\s+", 6);
                 final int dash = f[0].indexOf('-');
@@ -57,7 +75,7 @@ public final class ProcMaps
         }
         catch (final IOException ex)
         {
-            throw new UncheckedIOException(ex);
+            throw new UncheckedIOException("cannot read " + maps + ": " + ex.getMessage(), ex);
         }
     }
 
