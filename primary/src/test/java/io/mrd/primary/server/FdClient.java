@@ -19,8 +19,6 @@ import io.netty.channel.unix.FileDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.file.Path;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 final class FdClient implements AutoCloseable
 {
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-    private final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
+    private final ReplyQueue received = new ReplyQueue();
     private final Channel channel;
 
     FdClient(final Path socket)
@@ -141,24 +139,7 @@ final class FdClient implements AutoCloseable
 
     private Object next()
     {
-        try
-        {
-            final Object next = received.poll(ServerFixture.WAIT.toSeconds(), TimeUnit.SECONDS);
-            if (null == next)
-            {
-                fail("no reply within " + ServerFixture.WAIT.toSeconds() + " s");
-            }
-            if (next instanceof Throwable t)
-            {
-                fail("reading replies failed", t);
-            }
-            return next;
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(ex);
-        }
+        return received.next();
     }
 
     public void close()

@@ -16,9 +16,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -35,7 +32,7 @@ final class RawClient implements AutoCloseable
     static final Object EOF = new Object();
 
     private final SocketChannel channel;
-    private final BlockingQueue<Object> received = new LinkedBlockingQueue<>();
+    private final ReplyQueue received = new ReplyQueue();
     private final Thread reader;
 
     private RawClient(final SocketChannel channel)
@@ -154,24 +151,7 @@ final class RawClient implements AutoCloseable
 
     private Object next()
     {
-        try
-        {
-            final Object next = received.poll(ServerFixture.WAIT.toSeconds(), TimeUnit.SECONDS);
-            if (null == next)
-            {
-                fail("no reply within " + ServerFixture.WAIT.toSeconds() + " s");
-            }
-            if (next instanceof Throwable t)
-            {
-                fail("reading replies failed", t);
-            }
-            return next;
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(ex);
-        }
+        return received.next();
     }
 
     private void read()
