@@ -144,9 +144,8 @@ public final class DumpCommand implements Callable<Integer>
         {
             return "closed: the daemon shut down cleanly";
         }
-        return age + " ms ago" + (s.alive(ControlFileSnapshot.STALE_HEARTBEAT_INTERVALS) ? "" :
-            ": NOT RESPONDING (more than " + ControlFileSnapshot.STALE_HEARTBEAT_INTERVALS +
-                " heartbeat intervals): the daemon is stuck or dead");
+        return age + " ms ago" + (s.alive() ? "" :
+            ": NOT RESPONDING (stale after " + s.staleLimitMs() + " ms): the daemon is stuck or dead");
     }
 
     private static String describePath(final Path path)

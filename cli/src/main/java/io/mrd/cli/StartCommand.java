@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
@@ -88,6 +89,11 @@ public final class StartCommand implements Callable<Integer>
             "loop; default: 4).")
     Integer workerThreads;
 
+    @Option(names = "--heartbeat-interval", paramLabel = "MS",
+        description = "Milliseconds between heartbeats; every reader counts the daemon dead after " +
+            Heartbeat.STALE_INTERVALS + " intervals without one (default: " + Heartbeat.DEFAULT_INTERVAL_MS + ").")
+    Integer heartbeatIntervalMs;
+
     @Option(names = "--provider", paramLabel = "NAME", description = "Registration provider: soft (default) or ibverbs.")
     String provider;
 
@@ -170,6 +176,10 @@ public final class StartCommand implements Callable<Integer>
         if (null != workerThreads)
         {
             context.workerThreads(workerThreads);
+        }
+        if (null != heartbeatIntervalMs)
+        {
+            context.heartbeatIntervalMs(heartbeatIntervalMs);
         }
         if (null != provider)
         {

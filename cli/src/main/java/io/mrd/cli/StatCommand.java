@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
@@ -109,11 +110,9 @@ public final class StatCommand implements Callable<Integer>
         final long now = System.currentTimeMillis();
         final Map<MrdCounter, Long> values = MetricsText.counters(ctl);
         final long age = ctl.heartbeatAgeMs(now);
-        final long staleMs = (long)ControlFileSnapshot.STALE_HEARTBEAT_INTERVALS *
-            Math.max(1, ctl.header().heartbeatIntervalMs());
         out.println("mrd counters of pid " + ctl.header().pid() + " (" + ctl.path() + ") at " +
             LocalTime.now().truncatedTo(ChronoUnit.MILLIS) + ", heartbeat " + (age < 0 ? "closed" :
-                age + " ms ago" + (age > staleMs ? ": NOT RESPONDING" : "")));
+                age + " ms ago" + (Heartbeat.isAlive(ctl.header(), now) ? "" : ": NOT RESPONDING")));
         for (final Map.Entry<MrdCounter, Long> entry : values.entrySet())
         {
             final MrdCounter counter = entry.getKey();

@@ -51,11 +51,10 @@ public final class StatusCommand implements Callable<Integer>
             return Mrd.EXIT_FAILURE;
         }
         final RunDirectory.Snapshot s = snapshot.get();
-        final long staleMs = (long)DaemonContext.STALE_HEARTBEAT_INTERVALS * DaemonContext.DEFAULT_HEARTBEAT_INTERVAL_MS;
-        if (s.heartbeatAgeMs() < 0 || s.heartbeatAgeMs() > staleMs)
+        final String death = s.deathReason();
+        if (death != null)
         {
-            out.println("mrd not responding in " + runDirectory.dir() + ": pid " + s.pid() + ", heartbeat " +
-                (s.heartbeatAgeMs() < 0 ? "closed" : s.heartbeatAgeMs() + " ms old") +
+            out.println("mrd not responding in " + runDirectory.dir() + ": pid " + s.pid() + " " + death +
                 ": check the process, or 'mrd stop' it");
             return Mrd.EXIT_FAILURE;
         }
@@ -63,7 +62,7 @@ public final class StatusCommand implements Callable<Integer>
         out.printf("  pid          %d%n", s.pid());
         out.printf("  epoch        %s%n", Sizes.hex(s.epoch()));
         out.printf("  uptime       %s%n", formatDuration(System.currentTimeMillis() - s.startTimeMs()));
-        out.printf("  heartbeat    %d ms ago%n", s.heartbeatAgeMs());
+        out.printf("  heartbeat    %d ms ago (stale after %d ms)%n", s.heartbeatAgeMs(), s.staleLimitMs());
         out.printf("  provider     %s%n", s.provider());
         out.printf("  memory       %s in use of %s%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()));
         out.printf("  control file %s (%s)%n", runDirectory.controlFile(), s.hugepageBacked() ? "hugetlbfs" : "tmpfs");

@@ -81,7 +81,7 @@ final class AddressMapTest
         }
         final ControlFileSnapshot.MemsegList list = new ControlFileSnapshot.MemsegList(0, BASE, SEGMENT, SEGMENT,
             segments, 0, allocated, "/dev/shm/list-0", owners, first);
-        final ControlFileSnapshot.Header header = new ControlFileSnapshot.Header(1, 1, 1, 0, 0, 100, 0, 0, 0, BASE,
+        final ControlFileSnapshot.Header header = new ControlFileSnapshot.Header(2, 1, 1, 0, 0, 100, 1000, 0, 0, 0, BASE,
             SEGMENT, 0, 0, "soft", mrs.size(), 0);
         final ControlFileSnapshot.CacheEntry sentinel = new ControlFileSnapshot.CacheEntry(0, 0, 0, -1, -1);
         return new ControlFileSnapshot(Path.of("mrd.ctl"), 0, true, ControlFileLayout.compute(1, segments, 4, 16, 1),

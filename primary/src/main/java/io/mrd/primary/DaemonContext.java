@@ -1,5 +1,6 @@
 package io.mrd.primary;
 
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
@@ -27,11 +28,8 @@ public final class DaemonContext
     public static final int DEFAULT_MAX_MRS = 4096;
     public static final int DEFAULT_CACHE_CAPACITY = 1 << 20;
     public static final int DEFAULT_MAX_CLIENTS = 256;
-    public static final int DEFAULT_HEARTBEAT_INTERVAL_MS = 100;
     /** Threads that run requests (registrations are slow and never run on the socket's event loop). */
     public static final int DEFAULT_WORKER_THREADS = 4;
-    /** A heartbeat older than this many intervals means the daemon is dead or hung. */
-    public static final int STALE_HEARTBEAT_INTERVALS = 10;
 
     private Path dir;
     private Optional<Path> hugeDir = Optional.empty();
@@ -43,7 +41,7 @@ public final class DaemonContext
     private int maxMrs = DEFAULT_MAX_MRS;
     private int cacheCapacity = DEFAULT_CACHE_CAPACITY;
     private int maxClients = DEFAULT_MAX_CLIENTS;
-    private int heartbeatIntervalMs = DEFAULT_HEARTBEAT_INTERVAL_MS;
+    private int heartbeatIntervalMs = Heartbeat.DEFAULT_INTERVAL_MS;
     private int workerThreads = DEFAULT_WORKER_THREADS;
     private boolean mrExtMemseg = true;
     private String provider = "soft";
@@ -60,7 +58,7 @@ public final class DaemonContext
 
     /**
      * Fills unset values from {@code MRD_*} variables: MRD_HUGE_DIR, MRD_BASE_VIRTADDR, MRD_MAX_MEMORY,
-     * MRD_PROVIDER, MRD_MAX_PINNED.
+     * MRD_PROVIDER, MRD_MAX_PINNED, MRD_HEARTBEAT_INTERVAL_MS.
      */
     public DaemonContext applyEnvironment(final Map<String, String> env)
     {
@@ -83,6 +81,18 @@ public final class DaemonContext
         if (null != prov && !prov.isBlank() && "soft".equals(provider))
         {
             provider = prov;
+        }
+        final String interval = env.get("MRD_HEARTBEAT_INTERVAL_MS");
+        if (null != interval && !interval.isBlank() && heartbeatIntervalMs == Heartbeat.DEFAULT_INTERVAL_MS)
+        {
+            try
+            {
+                heartbeatIntervalMs = Integer.parseInt(interval.trim());
+            }
+            catch (final NumberFormatException ex)
+            {
+                throw invalid("MRD_HEARTBEAT_INTERVAL_MS='" + interval + "' is not a number of milliseconds");
+            }
         }
         final String pinned = env.get("MRD_MAX_PINNED");
         if (null != pinned && !pinned.isBlank() && maxPinned == 0)
@@ -149,9 +159,10 @@ public final class DaemonContext
         {
             throw invalid("--max-clients " + maxClients + " must be between 1 and 65536");
         }
-        if (heartbeatIntervalMs < 10 || heartbeatIntervalMs > 10_000)
+        if (heartbeatIntervalMs < Heartbeat.MIN_INTERVAL_MS || heartbeatIntervalMs > Heartbeat.MAX_INTERVAL_MS)
         {
-            throw invalid("heartbeat interval " + heartbeatIntervalMs + " ms must be between 10 and 10000");
+            throw invalid("--heartbeat-interval " + heartbeatIntervalMs + " ms must be between " +
+                Heartbeat.MIN_INTERVAL_MS + " and " + Heartbeat.MAX_INTERVAL_MS);
         }
         if (workerThreads < 1 || workerThreads > 256)
         {

@@ -1,5 +1,6 @@
 package io.mrd.primary;
 
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.prometheus.metrics.config.EscapingScheme;
@@ -76,9 +77,7 @@ public final class MetricsText
     {
         final List<MetricSnapshot> metrics = new ArrayList<>();
         final long heartbeatAgeMs = ctl.heartbeatAgeMs(nowMs);
-        final long staleMs = (long)DaemonContext.STALE_HEARTBEAT_INTERVALS *
-            Math.max(1, ctl.header().heartbeatIntervalMs());
-        final boolean up = heartbeatAgeMs >= 0 && heartbeatAgeMs <= staleMs;
+        final boolean up = Heartbeat.isAlive(heartbeatAgeMs, Heartbeat.staleLimitMs(ctl.header()));
         metrics.add(gauge("up", "1 while the daemon's heartbeat is fresh, 0 when it is stale or the daemon closed",
             up ? 1 : 0));
         metrics.add(gauge("heartbeat_age_ms", "milliseconds since the daemon's last heartbeat, -1 after a clean shutdown",

@@ -1,5 +1,6 @@
 package io.mrd.primary;
 
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
@@ -144,6 +145,7 @@ public final class MrdDaemon implements AutoCloseable
                 .startTimeMs(now)
                 .heartbeatMs(now)
                 .heartbeatIntervalMs(context.heartbeatIntervalMs())
+                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.heartbeatIntervalMs()))
                 .flags(huge.isPresent() ? HeaderDescriptor.FLAG_HUGEPAGE_BACKED : 0)
                 .baseVirtaddr(context.baseVirtaddr())
                 .segmentSize(DaemonContext.SEGMENT_SIZE)

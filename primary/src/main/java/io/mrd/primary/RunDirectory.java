@@ -3,6 +3,7 @@ package io.mrd.primary;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlHeader;
 import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListRecord;
@@ -172,9 +173,17 @@ public final class RunDirectory
     /**
      * What the control file says about the daemon that wrote it, when it can be read.
      */
-    public record Snapshot(long pid, long epoch, long startTimeMs, long heartbeatAgeMs, String provider,
-        long bytesAllocated, long capacity, boolean hugepageBacked)
+    public record Snapshot(long pid, long epoch, long startTimeMs, long heartbeatAgeMs, long staleLimitMs,
+        String provider, long bytesAllocated, long capacity, boolean hugepageBacked)
     {
+        /**
+         * @return why the daemon counts as gone by its own published limit ({@link Heartbeat}), or null.
+         */
+        public String deathReason()
+        {
+            return Heartbeat.deathReason(heartbeatAgeMs, staleLimitMs);
+        }
+
         /**
          * @param ctl a control file whose version has been checked.
          * @return what it says now.
@@ -185,7 +194,7 @@ public final class RunDirectory
             final long capacity = (long)ctl.layout().memsegListCount() * ctl.layout().segmentsPerList() *
                 header.segmentSize();
             return new Snapshot(header.pid(), header.epoch(), header.startTimeMs(),
-                ctl.heartbeatAgeMs(System.currentTimeMillis()), header.providerName(),
+                ctl.heartbeatAgeMs(System.currentTimeMillis()), Heartbeat.staleLimitMs(header), header.providerName(),
                 ctl.counter(MrdCounter.BYTES_ALLOCATED), capacity,
                 (header.flags() & HeaderDescriptor.FLAG_HUGEPAGE_BACKED) != 0);
         }

@@ -6,6 +6,7 @@ import io.mrd.layout.ControlHeader;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
@@ -87,7 +88,6 @@ public final class MrdClient implements AutoCloseable
     private final ControlHeader header;
     private final long epoch;
     private final long daemonPid;
-    private final long staleHeartbeatMs;
     private final Object controlFileKey;
     private final boolean inProcess;
     private final List<MemorySegment> reservations;
@@ -127,8 +127,6 @@ public final class MrdClient implements AutoCloseable
         this.header = controlFile.header();
         this.epoch = header.epoch();
         this.daemonPid = header.pid();
-        this.staleHeartbeatMs = context.heartbeatTimeoutMs() > 0 ? context.heartbeatTimeoutMs() :
-            staleHeartbeatMs(header);
         this.controlFileKey = controlFileKey;
         this.inProcess = inProcess;
         this.reservations = reservations;
@@ -174,15 +172,13 @@ public final class MrdClient implements AutoCloseable
         {
             final Object key = fileKey(controlFile.path());
             final ControlHeader header = controlFile.header();
-            final long staleMs = context.heartbeatTimeoutMs() > 0 ? context.heartbeatTimeoutMs() :
-                staleHeartbeatMs(header);
-            requireAlive(context, controlFile, staleMs);
+            requireAlive(context, controlFile);
             final boolean inProcess = header.pid() == ProcessHandle.current().pid();
             if (!inProcess)
             {
                 reserve(controlFile, reservations);
             }
-            socket = connect(context, controlFile, staleMs, deadline);
+            socket = connect(context, controlFile, deadline);
             client = new MrdClient(context, controlFile, key, inProcess, reservations, socket);
             client.hello();
             client.startWatchdog();
@@ -237,20 +233,13 @@ public final class MrdClient implements AutoCloseable
         }
     }
 
-    private static long staleHeartbeatMs(final ControlHeader header)
+    private static void requireAlive(final Context context, final ControlFile controlFile)
     {
-        final int interval = header.heartbeatIntervalMs();
-        return (long)Context.STALE_HEARTBEAT_INTERVALS * (interval > 0 ? interval : Context.DEFAULT_HEARTBEAT_INTERVAL_MS);
-    }
-
-    private static void requireAlive(final Context context, final ControlFile controlFile, final long staleMs)
-    {
-        final long age = controlFile.heartbeatAgeMs(System.currentTimeMillis());
-        if (age < 0 || age > staleMs)
+        final String death = Heartbeat.deathReason(controlFile.header(), System.currentTimeMillis());
+        if (null != death)
         {
             throw new MrdException(ErrorCode.ECONNREFUSED, "no daemon running in " + context.dir() + " (pid " +
-                controlFile.header().pid() + " " + (age < 0 ? "stopped: heartbeat closed" :
-                "heartbeat " + age + " ms old, limit " + staleMs + " ms") + "): start one with 'mrd start --dir " +
+                controlFile.header().pid() + " " + death + "): start one with 'mrd start --dir " +
                 context.dir() + "'");
         }
     }
@@ -281,7 +270,7 @@ public final class MrdClient implements AutoCloseable
     }
 
     private static UnixSocket connect(
-        final Context context, final ControlFile controlFile, final long staleMs, final long deadline)
+        final Context context, final ControlFile controlFile, final long deadline)
     {
         final Path path = context.dir().resolve(SOCKET_FILE);
         while (true)
@@ -298,7 +287,7 @@ public final class MrdClient implements AutoCloseable
                     throw ex;
                 }
                 // A daemon publishes its control file before its socket listens: keep trying while it is alive.
-                requireAlive(context, controlFile, staleMs);
+                requireAlive(context, controlFile);
                 if (System.nanoTime() - deadline > 0)
                 {
                     throw new MrdException(ErrorCode.ECONNREFUSED, "the daemon (pid " + controlFile.header().pid() +
@@ -666,15 +655,10 @@ public final class MrdClient implements AutoCloseable
      */
     private String deathReason(final boolean checkFile)
     {
-        final long heartbeat = header.heartbeatMs();
-        if (heartbeat == HeaderDescriptor.HEARTBEAT_CLOSED)
+        final String death = Heartbeat.deathReason(header, System.currentTimeMillis());
+        if (null != death)
         {
-            return "stopped (heartbeat closed)";
-        }
-        final long age = System.currentTimeMillis() - heartbeat;
-        if (age > staleHeartbeatMs)
-        {
-            return "died (heartbeat " + age + " ms old, limit " + staleHeartbeatMs + " ms)";
+            return death;
         }
         final long current = header.epoch();
         if (current != epoch)
@@ -1159,8 +1143,6 @@ public final class MrdClient implements AutoCloseable
      *   <li>{@code name} (in the daemon's client table): {@code MRD_CLIENT_NAME}, else {@code pid-<pid>};</li>
      *   <li>{@code requestTimeoutMs}: {@code MRD_REQUEST_TIMEOUT_MS}, else 5000;</li>
      *   <li>{@code attachTimeoutMs} (waiting for a starting daemon): {@code MRD_ATTACH_TIMEOUT_MS}, else 5000;</li>
-     *   <li>{@code heartbeatTimeoutMs}: {@code MRD_HEARTBEAT_TIMEOUT_MS}, else 10 heartbeat intervals of the
-     *       daemon;</li>
      *   <li>{@code watchdogIntervalMs}: 100.</li>
      * </ul>
      */
@@ -1169,16 +1151,11 @@ public final class MrdClient implements AutoCloseable
         public static final long DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
         public static final long DEFAULT_ATTACH_TIMEOUT_MS = 5_000;
         public static final long DEFAULT_WATCHDOG_INTERVAL_MS = 100;
-        /** Used when the control file does not say. */
-        public static final int DEFAULT_HEARTBEAT_INTERVAL_MS = 100;
-        /** A heartbeat older than this many of the daemon's intervals means it is dead or hung. */
-        public static final int STALE_HEARTBEAT_INTERVALS = 10;
 
         private Path dir;
         private String name;
         private long requestTimeoutMs;
         private long attachTimeoutMs;
-        private long heartbeatTimeoutMs = -1;
         private long watchdogIntervalMs;
         private Map<String, String> environment;
         private boolean concluded;
@@ -1228,18 +1205,6 @@ public final class MrdClient implements AutoCloseable
             return attachTimeoutMs;
         }
 
-        /** @param value heartbeat age beyond which the daemon counts as dead; 0 = 10 of its intervals. */
-        public Context heartbeatTimeoutMs(final long value)
-        {
-            this.heartbeatTimeoutMs = value;
-            return this;
-        }
-
-        public long heartbeatTimeoutMs()
-        {
-            return heartbeatTimeoutMs;
-        }
-
         public Context watchdogIntervalMs(final long value)
         {
             this.watchdogIntervalMs = value;
@@ -1278,10 +1243,6 @@ public final class MrdClient implements AutoCloseable
             }
             requestTimeoutMs = orEnv(requestTimeoutMs, env, "MRD_REQUEST_TIMEOUT_MS", DEFAULT_REQUEST_TIMEOUT_MS);
             attachTimeoutMs = orEnv(attachTimeoutMs, env, "MRD_ATTACH_TIMEOUT_MS", DEFAULT_ATTACH_TIMEOUT_MS);
-            if (heartbeatTimeoutMs < 0)
-            {
-                heartbeatTimeoutMs = orEnv(0, env, "MRD_HEARTBEAT_TIMEOUT_MS", 0);
-            }
             if (watchdogIntervalMs <= 0)
             {
                 watchdogIntervalMs = DEFAULT_WATCHDOG_INTERVAL_MS;
@@ -1319,8 +1280,7 @@ public final class MrdClient implements AutoCloseable
         public String toString()
         {
             return "MrdClient.Context{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
-                ", attachTimeoutMs=" + attachTimeoutMs + ", heartbeatTimeoutMs=" +
-                (heartbeatTimeoutMs > 0 ? heartbeatTimeoutMs : "10 daemon intervals") +
+                ", attachTimeoutMs=" + attachTimeoutMs +
                 ", watchdogIntervalMs=" + watchdogIntervalMs + "}";
         }
     }

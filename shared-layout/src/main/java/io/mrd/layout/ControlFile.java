@@ -226,8 +226,7 @@ public final class ControlFile implements AutoCloseable
      */
     public long heartbeatAgeMs(final long nowMs)
     {
-        final long heartbeat = header.heartbeatMs();
-        return heartbeat == HeaderDescriptor.HEARTBEAT_CLOSED ? -1 : Math.max(0, nowMs - heartbeat);
+        return Heartbeat.ageMs(header, nowMs);
     }
 
     public void close()

@@ -38,8 +38,6 @@ public record ControlFileSnapshot(
 {
     /** How long {@link #read} retries a seqlock read that a busy or dead writer keeps failing. */
     public static final long CONSISTENT_READ_TIMEOUT_MS = 1_000;
-    /** Heartbeat intervals after which a primary counts as dead (the daemon's own threshold). */
-    public static final int STALE_HEARTBEAT_INTERVALS = 10;
 
     /**
      * The header fields, as read.
@@ -51,6 +49,7 @@ public record ControlFileSnapshot(
         long startTimeMs,
         long heartbeatMs,
         int heartbeatIntervalMs,
+        int heartbeatStaleLimitMs,
         int flags,
         long seq,
         long devGen,
@@ -251,16 +250,23 @@ public record ControlFileSnapshot(
      */
     public long heartbeatAgeMs()
     {
-        return header.closed() ? -1 : Math.max(0, takenMs - header.heartbeatMs());
+        return Heartbeat.ageMs(header.heartbeatMs(), takenMs);
     }
 
     /**
-     * @return whether the heartbeat is fresh: younger than {@code intervals} heartbeat intervals.
+     * @return the stale limit the daemon published ({@link Heartbeat}).
      */
-    public boolean alive(final int intervals)
+    public long staleLimitMs()
     {
-        final long age = heartbeatAgeMs();
-        return age >= 0 && age <= (long)Math.max(1, header.heartbeatIntervalMs()) * intervals;
+        return Heartbeat.staleLimitMs((long)header.heartbeatStaleLimitMs());
+    }
+
+    /**
+     * @return whether the heartbeat was fresh when the snapshot was taken ({@link Heartbeat#isAlive}).
+     */
+    public boolean alive()
+    {
+        return Heartbeat.isAlive(heartbeatAgeMs(), staleLimitMs());
     }
 
     /**
@@ -313,9 +319,7 @@ public record ControlFileSnapshot(
         final GlobalCacheReader reader = new GlobalCacheReader(ctl);
         final ControlFileSnapshot[] result = new ControlFileSnapshot[1];
         // A dead primary (or a copy of its file) will never release an odd seqlock: one attempt is enough.
-        final long age = ctl.heartbeatAgeMs(System.currentTimeMillis());
-        final boolean alive = age >= 0 &&
-            age <= (long)STALE_HEARTBEAT_INTERVALS * Math.max(1, ctl.header().heartbeatIntervalMs());
+        final boolean alive = Heartbeat.isAlive(ctl.header(), System.currentTimeMillis());
         final long deadline = System.currentTimeMillis() + (alive ? CONSISTENT_READ_TIMEOUT_MS : 0);
         while (true)
         {
@@ -333,7 +337,7 @@ public record ControlFileSnapshot(
                 if (System.currentTimeMillis() > deadline)
                 {
                     final ControlFileSnapshot unguarded = readOnce(ctl, false);
-                    if (unguarded.alive(STALE_HEARTBEAT_INTERVALS) && (unguarded.header().seq() & 1) == 0)
+                    if (unguarded.alive() && (unguarded.header().seq() & 1) == 0)
                     {
                         throw ex;
                     }
@@ -350,7 +354,7 @@ public record ControlFileSnapshot(
         final ControlHeader h = ctl.header();
         final long now = System.currentTimeMillis();
         final Header header = new Header(h.layoutVersion(), h.pid(), h.epoch(), h.startTimeMs(), h.heartbeatMs(),
-            h.heartbeatIntervalMs(), h.flags(), ctl.seqLock().sequence(), h.devGen(), h.baseVirtaddr(),
+            h.heartbeatIntervalMs(), h.heartbeatStaleLimitMs(), h.flags(), ctl.seqLock().sequence(), h.devGen(), h.baseVirtaddr(),
             h.segmentSize(), h.externalBase(), h.externalLength(), h.providerName(), h.mrHighWater(), h.fileLength());
 
         final List<MemsegList> lists = readLists(buffer, layout, header.segmentSize());

@@ -124,6 +124,20 @@ public final class ControlHeader
         return this;
     }
 
+    /**
+     * @return the heartbeat age in ms beyond which the daemon counts as dead, as the daemon published it.
+     */
+    public int heartbeatStaleLimitMs()
+    {
+        return buffer.getInt(HEARTBEAT_STALE_LIMIT_OFFSET);
+    }
+
+    public ControlHeader heartbeatStaleLimitMs(final int value)
+    {
+        buffer.putInt(HEARTBEAT_STALE_LIMIT_OFFSET, value);
+        return this;
+    }
+
     public long devGen()
     {
         return buffer.getLongAcquire(DEV_GEN_OFFSET);

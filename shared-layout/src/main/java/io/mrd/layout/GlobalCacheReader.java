@@ -173,8 +173,7 @@ public final class GlobalCacheReader
 
     private boolean heartbeatStale()
     {
-        final long age = controlFile.heartbeatAgeMs(System.currentTimeMillis());
-        return age < 0 || age > 10L * Math.max(1, header.heartbeatIntervalMs());
+        return !Heartbeat.isAlive(header, System.currentTimeMillis());
     }
 
     private boolean searchCache(final long address)

@@ -39,7 +39,9 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  +---------------------------------------------------------------+
  *  |                    Heartbeat Interval (ms)                    | 52
  *  +---------------------------------------------------------------+
- *  |                      (pad to line 1)                          | 56
+ *  |          Heartbeat Stale Limit (ms; older means dead)         | 56
+ *  +---------------------------------------------------------------+
+ *  |                      (pad to line 1)                          | 60
  *  +===============================================================+
  *  |              Seq (seqlock of MR table + global cache)         | 64
  *  |                                                               |
@@ -99,9 +101,9 @@ public final class HeaderDescriptor
 
     /**
      * Version of this layout. Bump it on every change to any section; readers refuse a version they do not
-     * know.
+     * know. Version 2 added the heartbeat stale limit.
      */
-    public static final int LAYOUT_VERSION = 1;
+    public static final int LAYOUT_VERSION = 2;
 
     /** Heartbeat value of a daemon that shut down cleanly. */
     public static final long HEARTBEAT_CLOSED = -1L;
@@ -127,6 +129,8 @@ public final class HeaderDescriptor
     public static final int FLAGS_OFFSET = FILE_LENGTH_OFFSET + SIZE_OF_LONG;
     /** Offset of the heartbeat interval in ms, so readers know what "stale" means. */
     public static final int HEARTBEAT_INTERVAL_OFFSET = FLAGS_OFFSET + SIZE_OF_INT;
+    /** Offset of the heartbeat age in ms beyond which every reader counts the daemon dead ({@link Heartbeat}). */
+    public static final int HEARTBEAT_STALE_LIMIT_OFFSET = HEARTBEAT_INTERVAL_OFFSET + SIZE_OF_INT;
 
     /** Offset of the seqlock counter guarding the MR table and the global cache. */
     public static final int SEQ_OFFSET = CACHE_LINE_LENGTH;

@@ -252,6 +252,7 @@ final class ControlFileLayoutTest
         f.add(new int[]{FILE_LENGTH_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{FLAGS_OFFSET, SIZE_OF_INT});
         f.add(new int[]{HEARTBEAT_INTERVAL_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{HEARTBEAT_STALE_LIMIT_OFFSET, SIZE_OF_INT});
         f.add(new int[]{SEQ_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{DEV_GEN_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{CACHE_LEN_OFFSET, SIZE_OF_INT});

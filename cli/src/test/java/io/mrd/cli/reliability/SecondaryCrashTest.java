@@ -9,6 +9,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -47,8 +48,8 @@ final class SecondaryCrashTest
         final long seed = System.nanoTime();
         final Random random = new Random(seed);
         System.out.println("FIGURE crash-secondary seed=" + seed);
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "512MiB", "--list-size", "128MiB",
-                "--registration-latency", "3000");
+        try (Daemon daemon = Daemon.start(dir, SoakTest.with(SoakTest.SLOW_MACHINE, "--max-memory", "512MiB",
+                "--list-size", "128MiB", "--registration-latency", "3000"));
             ChildJvm a = secondary("steady", "survivor-a");
             ChildJvm b = secondary("steady", "survivor-b"))
         {
@@ -63,7 +64,7 @@ final class SecondaryCrashTest
                 final long victimMrs;
                 final String busy;
                 try (ChildJvm victim = ChildJvm.start(name, ReliabilitySecondary.class.getName(),
-                    List.of("churn", dir.toString(), name, "2"), SoakTest.SLOW_MACHINE, errorFile()))
+                    List.of("churn", dir.toString(), name, "2"), Map.of(), errorFile()))
                 {
                     victim.awaitLine(l -> l.startsWith("churning ops="), WAIT);
                     final long requests = daemon.counter(MrdCounter.REQUESTS);
@@ -128,7 +129,7 @@ final class SecondaryCrashTest
     private ChildJvm secondary(final String mode, final String name)
     {
         return ChildJvm.start(name, ReliabilitySecondary.class.getName(),
-            List.of(mode, dir.toString(), name, signals.toString()), SoakTest.SLOW_MACHINE, errorFile());
+            List.of(mode, dir.toString(), name, signals.toString()), Map.of(), errorFile());
     }
 
     private List<String> errorFile()

@@ -41,13 +41,23 @@ final class SoakTest
         "straddles=(\\d+) enomem=(\\d+)");
 
     /**
-     * The workers take the daemon for dead only after 10 s without a heartbeat (default 1 s): on a loaded CI
-     * machine a starved heartbeat is not what the soak is about; DaemonCrashTest checks detection.
+     * A daemon started with these options is taken for dead only after 10 s without a heartbeat (default 1 s):
+     * on a loaded CI machine a starved heartbeat is not what the soak is about; DaemonCrashTest checks detection.
      */
-    static final Map<String, String> SLOW_MACHINE = Map.of("MRD_HEARTBEAT_TIMEOUT_MS", "10000");
+    static final List<String> SLOW_MACHINE = List.of("--heartbeat-interval", "1000");
 
     @TempDir
     Path dir;
+
+    /**
+     * @return {@code first} followed by {@code more}, as {@code mrd start} arguments.
+     */
+    static String[] with(final List<String> first, final String... more)
+    {
+        final List<String> all = new java.util.ArrayList<>(first);
+        all.addAll(List.of(more));
+        return all.toArray(String[]::new);
+    }
 
     /**
      * @return the soak length: {@code -Dmrd.soak.seconds}, else {@code $MRD_SOAK_SECONDS}, else 60.
@@ -70,7 +80,7 @@ final class SoakTest
             System.getProperty("mrd.soak.seconds") + ", MRD_SOAK_SECONDS=" + System.getenv("MRD_SOAK_SECONDS") +
             ") seed=" + seed);
         try (Daemon daemon = Daemon.start(dir, List.of("-XX:+ExitOnOutOfMemoryError"),
-            "--max-memory", "1GiB", "--list-size", "256MiB", "--max-external", "1GiB"))
+            with(SLOW_MACHINE, "--max-memory", "1GiB", "--list-size", "256MiB", "--max-external", "1GiB")))
         {
             // Warm-up: one short worker, so that the baseline is taken after the daemon loaded and compiled its
             // request paths and opened what it keeps open.
@@ -155,7 +165,7 @@ final class SoakTest
             {
                 workers.add(ChildJvm.start("soak-" + i, SoakWorker.class.getName(), List.of(dir.toString(),
                     "soak-" + i, String.valueOf(threads), String.valueOf(seconds), String.valueOf(seed + i)),
-                    SLOW_MACHINE, List.of("-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"))));
+                    Map.of(), List.of("-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"))));
             }
             long checks = 0;
             long maxFds = 0;
