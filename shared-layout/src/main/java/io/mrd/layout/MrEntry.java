@@ -32,11 +32,11 @@ public final class MrEntry
     }
 
     /**
-     * @return true when {@code [address, address + length)} lies inside this entry.
+     * @return true when {@code [address, address + length)} lies inside this entry ({@link WholeBuffer}).
      */
     public boolean containsRange(final long address, final long length)
     {
-        return address >= start && length >= 0 && address + length <= end && address + length >= address;
+        return address >= start && address < end && WholeBuffer.fits(address, length, end);
     }
 
     public String toString()
