@@ -36,7 +36,7 @@ public final class MrEntry
      */
     public boolean containsRange(final long address, final long length)
     {
-        return address >= start && address < end && WholeBuffer.fits(address, length, end);
+        return address >= start && address <= end && WholeBuffer.fits(address, length, end);
     }
 
     public String toString()
