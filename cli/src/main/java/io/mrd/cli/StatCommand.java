@@ -2,7 +2,6 @@ package io.mrd.cli;
 
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.primary.MetricsText;
 import picocli.CommandLine;
@@ -108,7 +107,7 @@ public final class StatCommand implements Callable<Integer>
         final PrintWriter out, final ControlFile ctl, final Map<MrdCounter, Long> previous)
     {
         final long now = System.currentTimeMillis();
-        final Map<MrdCounter, Long> values = MetricsText.counters(ctl);
+        final Map<MrdCounter, Long> values = ctl.counters();
         final long age = ctl.heartbeatAgeMs(now);
         out.println("mrd counters of pid " + ctl.header().pid() + " (" + ctl.path() + ") at " +
             LocalTime.now().truncatedTo(ChronoUnit.MILLIS) + ", heartbeat " + (age < 0 ? "closed" :

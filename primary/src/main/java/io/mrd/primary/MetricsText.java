@@ -9,14 +9,12 @@ import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
-import org.agrona.concurrent.status.CountersReader;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 
@@ -84,7 +82,7 @@ public final class MetricsText
             heartbeatAgeMs));
         metrics.add(gauge("dev_gen", "devGen: bumped on every memory event that invalidates local caches",
             ctl.header().devGen()));
-        for (final Map.Entry<MrdCounter, Long> entry : counters(ctl).entrySet())
+        for (final Map.Entry<MrdCounter, Long> entry : ctl.counters().entrySet())
         {
             final MrdCounter counter = entry.getKey();
             if (counter == MrdCounter.DEV_GEN)
@@ -101,24 +99,6 @@ public final class MetricsText
                 gauge(name, counter.label(), entry.getValue()));
         }
         return new MetricSnapshots(metrics);
-    }
-
-    /**
-     * @return the value of every {@link MrdCounter} the daemon allocated, in enum order.
-     */
-    public static Map<MrdCounter, Long> counters(final ControlFile ctl)
-    {
-        final CountersReader reader = ctl.countersReader();
-        final Map<MrdCounter, Long> values = new EnumMap<>(MrdCounter.class);
-        reader.forEach((counterId, typeId, keyBuffer, label) ->
-        {
-            final MrdCounter counter = MrdCounter.ofTypeId(typeId);
-            if (null != counter)
-            {
-                values.put(counter, reader.getCounterValue(counterId));
-            }
-        });
-        return values;
     }
 
     private static GaugeSnapshot gauge(final String name, final String help, final double value)

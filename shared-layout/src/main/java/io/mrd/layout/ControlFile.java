@@ -5,6 +5,9 @@ import io.mrd.layout.sys.Sizes;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.CountersReader;
 
+import java.util.EnumMap;
+import java.util.Map;
+
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -200,16 +203,27 @@ public final class ControlFile implements AutoCloseable
      */
     public long counter(final MrdCounter counter)
     {
+        return counters().getOrDefault(counter, 0L);
+    }
+
+    /**
+     * The one reader of the counters section: the tools, the metrics and the snapshot all read through it.
+     *
+     * @return the value of every {@link MrdCounter} the daemon allocated, in enum order.
+     */
+    public Map<MrdCounter, Long> counters()
+    {
         final CountersReader reader = countersReader();
-        final long[] value = {0};
+        final Map<MrdCounter, Long> values = new EnumMap<>(MrdCounter.class);
         reader.forEach((counterId, typeId, keyBuffer, label) ->
         {
-            if (typeId == counter.typeId())
+            final MrdCounter counter = MrdCounter.ofTypeId(typeId);
+            if (null != counter)
             {
-                value[0] = reader.getCounterValue(counterId);
+                values.put(counter, reader.getCounterValue(counterId));
             }
         });
-        return value[0];
+        return values;
     }
 
     /**

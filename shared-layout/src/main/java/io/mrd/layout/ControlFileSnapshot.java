@@ -2,13 +2,11 @@ package io.mrd.layout;
 
 import io.mrd.layout.sys.Sizes;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.agrona.concurrent.status.CountersReader;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Collections;
-import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 
@@ -361,7 +359,7 @@ public record ControlFileSnapshot(
         final List<Mr> mrs = readMrs(buffer, layout, header.segmentSize(), lists);
         final Cache cache = readCache(buffer, layout, h);
         final List<Client> clients = readClients(buffer, layout);
-        final Map<MrdCounter, Long> counters = readCounters(ctl);
+        final Map<MrdCounter, Long> counters = ctl.counters();
         return new ControlFileSnapshot(ctl.path(), now, consistent, layout, header, List.copyOf(lists), List.copyOf(mrs),
             cache, List.copyOf(clients), Collections.unmodifiableMap(counters));
     }
@@ -483,21 +481,6 @@ public record ControlFileSnapshot(
             }
         }
         return clients;
-    }
-
-    private static Map<MrdCounter, Long> readCounters(final ControlFile ctl)
-    {
-        final CountersReader reader = ctl.countersReader();
-        final Map<MrdCounter, Long> counters = new EnumMap<>(MrdCounter.class);
-        reader.forEach((counterId, typeId, keyBuffer, label) ->
-        {
-            final MrdCounter counter = MrdCounter.ofTypeId(typeId);
-            if (null != counter)
-            {
-                counters.put(counter, reader.getCounterValue(counterId));
-            }
-        });
-        return counters;
     }
 
     private static int clamp(final int value, final int min, final int max)

@@ -83,6 +83,8 @@ public final class GlobalCacheReader
             }
             else
             {
+                // Read into locals, not through SortedTable.find: out must stay untouched when validate fails,
+                // and the fast path must stay small enough to inline.
                 final long start = SortedTable.start(buffer, cacheOffset, index);
                 final long end = SortedTable.end(buffer, cacheOffset, index);
                 final int lkey = SortedTable.lkey(buffer, cacheOffset, index);
@@ -179,14 +181,7 @@ public final class GlobalCacheReader
     private boolean searchCache(final long address)
     {
         final int len = Math.max(1, Math.min(header.cacheLen(), cacheCapacity));
-        final int index = SortedTable.lookup(buffer, cacheOffset, len, address);
-        if (index == SortedTable.NOT_FOUND)
-        {
-            return false;
-        }
-        scratch.set(SortedTable.start(buffer, cacheOffset, index), SortedTable.end(buffer, cacheOffset, index),
-            SortedTable.lkey(buffer, cacheOffset, index), SortedTable.mr(buffer, cacheOffset, index));
-        return true;
+        return SortedTable.find(buffer, cacheOffset, len, address, scratch);
     }
 
     private MrdException stuck(final long waitedNs)

@@ -66,6 +66,25 @@ public final class SortedTable
     }
 
     /**
+     * Looks {@code address} up and fills {@code out} with the entry holding it: the search and the copy every
+     * reader of a table does (the global cache under the seqlock or the cache lock, a local bottom half).
+     *
+     * @return true when found; {@code out} is untouched otherwise.
+     */
+    public static boolean find(
+        final DirectBuffer buffer, final int offset, final int len, final long address, final MrEntry out)
+    {
+        final int index = lookup(buffer, offset, len, address);
+        if (index == NOT_FOUND)
+        {
+            return false;
+        }
+        out.set(start(buffer, offset, index), end(buffer, offset, index), lkey(buffer, offset, index),
+            mr(buffer, offset, index));
+        return true;
+    }
+
+    /**
      * Resets a table to the sentinel alone.
      *
      * @return the new length, 1.
