@@ -1,5 +1,6 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.ProjectRoot;
 import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
@@ -69,7 +70,7 @@ final class ReadmeExampleTest
     @Test
     void readmeShowsTheExampleVerbatim() throws IOException
     {
-        final Path root = projectRoot();
+        final Path root = ProjectRoot.path();
         final List<String> code = between(Files.readAllLines(root.resolve(SOURCE), StandardCharsets.UTF_8), BEGIN, END,
             SOURCE);
         final List<String> block = between(Files.readAllLines(root.resolve("README.md"), StandardCharsets.UTF_8),
@@ -106,26 +107,5 @@ final class ReadmeExampleTest
             }
         }
         throw new AssertionError(file + " has no line '" + marker + "'");
-    }
-
-    /**
-     * The repository root: Surefire's {@code mrd.project.root}, else the first parent with README.md and pom.xml.
-     */
-    static Path projectRoot()
-    {
-        final String configured = System.getProperty("mrd.project.root");
-        if (null != configured && Files.isRegularFile(Path.of(configured, "README.md")))
-        {
-            return Path.of(configured);
-        }
-        for (Path dir = Path.of("").toAbsolutePath(); null != dir; dir = dir.getParent())
-        {
-            if (Files.isRegularFile(dir.resolve("README.md")) && Files.isRegularFile(dir.resolve("pom.xml")) &&
-                Files.isDirectory(dir.resolve("cli")))
-            {
-                return dir;
-            }
-        }
-        throw new AssertionError("cannot find the repository root (README.md) above " + Path.of("").toAbsolutePath());
     }
 }
