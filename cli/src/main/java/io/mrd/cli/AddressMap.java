@@ -1,8 +1,8 @@
 package io.mrd.cli;
 
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
 
 import java.util.ArrayList;
 import java.util.List;

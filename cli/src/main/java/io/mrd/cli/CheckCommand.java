@@ -1,8 +1,8 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
-import io.mrd.layout.Invariants;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Invariants;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

@@ -1,9 +1,9 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
 import org.agrona.concurrent.errors.ErrorLogReader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;

@@ -4,9 +4,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
 
 import java.time.Instant;
 import java.util.List;

@@ -1,10 +1,10 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

@@ -1,5 +1,10 @@
-package io.mrd.layout;
+package io.mrd.tools;
 
+import io.mrd.layout.CacheEntryDescriptor;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.MrDescriptor;
+import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 
 import java.util.ArrayList;
