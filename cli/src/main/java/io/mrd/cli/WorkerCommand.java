@@ -10,6 +10,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.DaemonDeadException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
+import io.mrd.tools.Format;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -593,7 +594,7 @@ public final class WorkerCommand implements Callable<Integer>
             {
                 mismatches++;
                 errorCount.incrementAndGet();
-                report(index, "lkey " + Sizes.hex(lkey & 0xFFFF_FFFFL) + " of buffer " + Sizes.hex(address) +
+                report(index, "lkey " + Format.key(lkey) + " of buffer " + Sizes.hex(address) +
                     " disagrees with the global cache: " + (found ? entry.toString() : "no entry"), err);
             }
         }

@@ -17,7 +17,6 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.SeqLock;
 import io.mrd.layout.SortedTable;
-import io.mrd.layout.sys.Sizes;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.file.Path;
@@ -181,7 +180,7 @@ public record ControlFileSnapshot(
 
         public String toString()
         {
-            return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
+            return Format.range(start, end);
         }
     }
 
@@ -240,7 +239,7 @@ public record ControlFileSnapshot(
     {
         public String range()
         {
-            return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
+            return Format.range(start, end);
         }
     }
 
