@@ -105,7 +105,7 @@ public final class WorkerCommand implements Callable<Integer>
 
     public Integer call() throws JsonProcessingException
     {
-        final Geometry geometry = geometry();
+        final WorkerRunner.Plan plan = plan();
         final PrintWriter err = spec.commandLine().getErr();
         final Path dir = dirOption.resolve();
         final long runSeed = null != seed ? seed : System.nanoTime();
@@ -118,23 +118,22 @@ public final class WorkerCommand implements Callable<Integer>
             final WorkerRunner.Part[] parts = new WorkerRunner.Part[PARTS];
             for (int i = 0; i < PARTS; i++)
             {
-                parts[i] = new WorkerRunner.Part(client.allocate(geometry.partLength));
+                parts[i] = new WorkerRunner.Part(client.allocate(plan.partLength()));
                 parts[i].touch();
             }
             err.printf("mrd worker: client %d of daemon pid %d in %s: %d parts of %s at %s.., %d buffers of %d bytes, " +
                 "%d threads, %d lookups after %d warm-up lookups per thread%s%n", client.clientId(), client.daemonPid(),
-                dir, PARTS, Sizes.format(geometry.partLength), Sizes.hex(parts[0].address), buffers,
-                geometry.bufferLength, threads, lookups, warmup, freeEvery > 0 ? ", free every " + freeEvery : "");
+                dir, PARTS, Sizes.format(plan.partLength()), Sizes.hex(parts[0].address), buffers,
+                plan.bufferLength(), threads, lookups, warmup, freeEvery > 0 ? ", free every " + freeEvery : "");
             err.flush();
 
-            final WorkerRunner.Shared shared =
-                new WorkerRunner.Shared(buffers, warmup, verifyEvery, freeEvery, startAt, err);
+            final WorkerRunner.Shared shared = new WorkerRunner.Shared(err);
             final WorkerRunner[] runners = new WorkerRunner[threads];
             final Thread[] workers = new Thread[threads];
             for (int t = 0; t < threads; t++)
             {
                 final long quota = lookups / threads + (t < lookups % threads ? 1 : 0);
-                runners[t] = new WorkerRunner(t, quota, client, geometry, parts, new GlobalCacheReader(verifierFile),
+                runners[t] = new WorkerRunner(t, quota, client, plan, parts, new GlobalCacheReader(verifierFile),
                     new SplittableRandom(runSeed + t), shared);
                 workers[t] = new Thread(runners[t], "mrd-worker-" + t);
             }
@@ -152,7 +151,7 @@ public final class WorkerCommand implements Callable<Integer>
             }
             final long elapsed = Math.max(0, end - timedStart);
 
-            final Map<String, Object> result = summarize(runners, elapsed, geometry, client);
+            final Map<String, Object> result = summarize(runners, elapsed, plan, client);
             for (final WorkerRunner.Part part : parts)
             {
                 freeQuietly(client, part, err);
@@ -168,9 +167,9 @@ public final class WorkerCommand implements Callable<Integer>
     }
 
     /**
-     * Part size, buffers per part and buffer size, from the options.
+     * Part size and buffer size from the options, with the options the threads follow.
      */
-    private Geometry geometry()
+    private WorkerRunner.Plan plan()
     {
         final CommandLine commandLine = spec.commandLine();
         if (alloc <= 0 || buffers < 1 || lookups < 0 || threads < 1 || freeEvery < 0 || verifyEvery < 1 || warmup < 0)
@@ -189,7 +188,7 @@ public final class WorkerCommand implements Callable<Integer>
                 Sizes.format(alloc) + ": parts of " + Sizes.format(partLength) + " hold at most " +
                 partLength / MIN_BUFFER_LENGTH + " buffers of " + MIN_BUFFER_LENGTH + " bytes each");
         }
-        return new Geometry(partLength, bufferLength);
+        return new WorkerRunner.Plan(partLength, bufferLength, buffers, warmup, verifyEvery, freeEvery, startAt);
     }
 
     private void awaitAll(
@@ -228,7 +227,7 @@ public final class WorkerCommand implements Callable<Integer>
     }
 
     private Map<String, Object> summarize(
-        final WorkerRunner[] runners, final long elapsedNs, final Geometry geometry, final MrdClient client)
+        final WorkerRunner[] runners, final long elapsedNs, final WorkerRunner.Plan plan, final MrdClient client)
     {
         long done = 0;
         long busyNs = 0;
@@ -274,8 +273,8 @@ public final class WorkerCommand implements Callable<Integer>
         result.put("threads", threads);
         result.put("seconds", Math.round(elapsedNs / 1e6) / 1000.0);
         result.put("buffers", buffers);
-        result.put("bufferBytes", geometry.bufferLength);
-        result.put("partBytes", geometry.partLength);
+        result.put("bufferBytes", plan.bufferLength());
+        result.put("partBytes", plan.partLength());
         result.put("clientId", client.clientId());
         result.put("daemonPid", client.daemonPid());
         return result;
@@ -295,9 +294,5 @@ public final class WorkerCommand implements Callable<Integer>
         {
             err.println("mrd worker: could not free part at " + Sizes.hex(part.address) + ": " + ex.oneLine());
         }
-    }
-
-    record Geometry(long partLength, long bufferLength)
-    {
     }
 }

@@ -35,6 +35,7 @@ final class WorkerRunner implements Runnable
     final long partLength;
     final long bufferLength;
     final SplittableRandom random;
+    final Plan plan;
     final Shared shared;
     final MrEntry entry = new MrEntry();
     final AtomicLong progress = new AtomicLong();
@@ -55,7 +56,7 @@ final class WorkerRunner implements Runnable
         final int index,
         final long quota,
         final MrdClient client,
-        final WorkerCommand.Geometry geometry,
+        final Plan plan,
         final Part[] parts,
         final GlobalCacheReader verifier,
         final SplittableRandom random,
@@ -67,19 +68,20 @@ final class WorkerRunner implements Runnable
         this.cache = client.newCache();
         this.verifier = verifier;
         this.parts = parts;
-        this.partLength = geometry.partLength();
-        this.bufferLength = geometry.bufferLength();
+        this.partLength = plan.partLength();
+        this.bufferLength = plan.bufferLength();
         this.random = random;
+        this.plan = plan;
         this.shared = shared;
-        this.guarded = shared.freeEvery > 0;
+        this.guarded = plan.freeEvery() > 0;
         this.recycles = guarded && index == 0;
-        this.buffers = shared.buffers;
+        this.buffers = plan.buffers();
     }
 
     private void waitForStartTime()
     {
         long waitMs;
-        while (!shared.abort && (waitMs = shared.startAt - System.currentTimeMillis()) > 0)
+        while (!shared.abort && (waitMs = plan.startAt() - System.currentTimeMillis()) > 0)
         {
             try
             {
@@ -100,14 +102,14 @@ final class WorkerRunner implements Runnable
      */
     public void run()
     {
-        final int batch = shared.verifyEvery;
-        while (warmedUp < shared.warmup && !shared.abort)
+        final int batch = plan.verifyEvery();
+        while (warmedUp < plan.warmup() && !shared.abort)
         {
-            final int n = (int)Math.min(batch, shared.warmup - warmedUp);
+            final int n = (int)Math.min(batch, plan.warmup() - warmedUp);
             warmedUp += guarded ? guardedLookups(n) : lookups(n);
         }
         waitForStartTime();
-        long nextRecycle = recycles ? shared.freeEvery : Long.MAX_VALUE;
+        long nextRecycle = recycles ? plan.freeEvery() : Long.MAX_VALUE;
         long recycleNs = 0;
         final long start = System.nanoTime();
         timedStartNs = start;
@@ -115,7 +117,7 @@ final class WorkerRunner implements Runnable
         {
             if (done >= nextRecycle)
             {
-                nextRecycle += shared.freeEvery;
+                nextRecycle += plan.freeEvery();
                 final long before = System.nanoTime();
                 recycle(parts[random.nextInt(PARTS)]);
                 recycleNs += System.nanoTime() - before;
@@ -308,36 +310,35 @@ final class WorkerRunner implements Runnable
     }
 
     /**
-     * What the threads of one run share: the options that shape their loops, the flag that stops them all, and
-     * the failures printed so far (the first {@link #ERRORS_PRINTED}; the rest are only counted).
+     * What the threads of one run do: part and buffer sizes, from the command's options, and the options that
+     * shape their loops.
+     */
+    record Plan(
+        long partLength,
+        long bufferLength,
+        int buffers,
+        long warmup,
+        int verifyEvery,
+        long freeEvery,
+        long startAt)
+    {
+    }
+
+    /**
+     * What the threads of one run share: the flag that stops them all, and the failures printed so far (the
+     * first {@link #ERRORS_PRINTED}; the rest are only counted).
      */
     static final class Shared
     {
         /** Failures printed in full; the rest are only counted. */
         static final int ERRORS_PRINTED = 5;
 
-        final int buffers;
-        final long warmup;
-        final int verifyEvery;
-        final long freeEvery;
-        final long startAt;
         private final PrintWriter err;
         private final AtomicInteger printed = new AtomicInteger();
         volatile boolean abort;
 
-        Shared(
-            final int buffers,
-            final long warmup,
-            final int verifyEvery,
-            final long freeEvery,
-            final long startAt,
-            final PrintWriter err)
+        Shared(final PrintWriter err)
         {
-            this.buffers = buffers;
-            this.warmup = warmup;
-            this.verifyEvery = verifyEvery;
-            this.freeEvery = freeEvery;
-            this.startAt = startAt;
             this.err = err;
         }
 
