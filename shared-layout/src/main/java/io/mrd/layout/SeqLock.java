@@ -84,26 +84,6 @@ public final class SeqLock
     }
 
     /**
-     * Reader: start a read, spinning while a write is in progress, at most {@code maxSpins} times.
-     *
-     * @return the sequence, or {@link #WRITE_IN_PROGRESS} when the writer held the lock throughout (it may
-     * have died inside the critical section: the caller checks the heartbeat).
-     */
-    public long beginRead(final int maxSpins)
-    {
-        for (int i = 0; i <= maxSpins; i++)
-        {
-            final long seq = tryBeginRead();
-            if (seq != WRITE_IN_PROGRESS)
-            {
-                return seq;
-            }
-            Thread.onSpinWait();
-        }
-        return WRITE_IN_PROGRESS;
-    }
-
-    /**
      * Reader: finish a read.
      *
      * @param seq what {@link #tryBeginRead()} returned.
