@@ -65,14 +65,6 @@ public final class SeqLock
     }
 
     /**
-     * @return true when a write is in progress.
-     */
-    public boolean isWriteLocked()
-    {
-        return (buffer.getLongVolatile(offset) & 1) != 0;
-    }
-
-    /**
      * Reader: start a read.
      *
      * @return the sequence to pass to {@link #validate(long)}, or {@link #WRITE_IN_PROGRESS}.

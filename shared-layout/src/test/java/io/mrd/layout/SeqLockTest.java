@@ -103,10 +103,10 @@ final class SeqLockTest
     {
         write(1);
         lock.beginWrite();
-        assertTrue(lock.isWriteLocked());
+        assertEquals(1, lock.sequence() & 1, "odd while a write is in progress");
         assertEquals(WRITE_IN_PROGRESS, lock.tryBeginRead());
         lock.endWrite();
-        assertFalse(lock.isWriteLocked());
+        assertEquals(0, lock.sequence() & 1, "even once the write ended");
         final long seq = lock.tryBeginRead();
         assertNotEquals(WRITE_IN_PROGRESS, seq);
         assertTrue(lock.validate(seq));
