@@ -24,9 +24,9 @@ import java.util.concurrent.locks.LockSupport;
  * segment live in two MRs, every live segment allocated, MR fields coherent), the memory lists' bookkeeping,
  * the counters that must agree with the tables, and unique client ids.
  * <p>
- * {@code mrd check} runs it on a live daemon; engine and soak tests run it between steps. Each violation is
- * one line naming the record, the values and the rule broken, so that two snapshots showing the same fault
- * give the same line.
+ * {@code mrd check} runs it on a live daemon; the reliability tests run that command between steps, and the
+ * command tests call it directly. Each violation is one line naming the record, the values and the rule
+ * broken, so that two snapshots showing the same fault give the same line.
  */
 public final class Invariants
 {
