@@ -1,8 +1,9 @@
 package io.mrd.cli;
 
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Format;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -62,9 +63,9 @@ final class AddressMap
             lines.add("external memory (no segments; one MR each):");
             for (final ControlFileSnapshot.Mr mr : externals)
             {
-                lines.add("  " + (mr.active() ? REGISTERED : STALE) + " MR " + mr.index() + " [" + Sizes.hex(mr.start()) +
-                    ", " + Sizes.hex(mr.end()) + ") " + DumpCommand.size(mr.length()) + " " + mr.stateName() +
-                    " lkey " + Sizes.hex(mr.lkey() & 0xFFFF_FFFFL));
+                lines.add("  " + (mr.active() ? REGISTERED : STALE) + " MR " + mr.index() + " " +
+                    Format.range(mr.start(), mr.end()) + " " + Format.size(mr.length()) + " " + mr.stateName() +
+                    " lkey " + Format.key(mr.lkey()));
             }
         }
         return lines;

@@ -1,8 +1,9 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
-import io.mrd.layout.Invariants;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Format;
+import io.mrd.tools.Invariants;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -55,8 +56,7 @@ public final class CheckCommand implements Callable<Integer>
             final List<String> violations = Invariants.check(ctl);
             if (!violations.isEmpty())
             {
-                out.println("inconsistent: " + violations.size() + (violations.size() == 1 ? " violation" : " violations") +
-                    " in " + ctl.path());
+                out.println("inconsistent: " + Format.plural(violations.size(), "violation") + " in " + ctl.path());
                 violations.forEach(v -> out.println("  " + v));
                 out.flush();
                 return Mrd.EXIT_FAILURE;
@@ -75,7 +75,7 @@ public final class CheckCommand implements Callable<Integer>
         return "consistent: " + s.mrs().size() + " MRs (" + active + " ACTIVE, " + (s.mrs().size() - active) +
             " DETACHED, " + chunks + " live chunks), " + s.cache().entries().size() + " cache entries" +
             (s.cache().overflow() ? " (overflow)" : "") + ", " + allocated + " segments allocated in " +
-            DumpCommand.plural(s.lists().size(), "list") + ", " + DumpCommand.plural(s.clients().size(), "client") +
+            Format.plural(s.lists().size(), "list") + ", " + Format.plural(s.clients().size(), "client") +
             ", devGen " + s.header().devGen();
     }
 }

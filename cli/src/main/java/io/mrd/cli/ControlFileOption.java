@@ -3,7 +3,7 @@ package io.mrd.cli;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.RunDirectoryPath;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Files;
@@ -16,9 +16,8 @@ import java.nio.file.Path;
  */
 public final class ControlFileOption
 {
-    @Option(names = "--dir", paramLabel = "DIR",
-        description = "Run directory of the daemon (default: $MRD_DIR, else $XDG_RUNTIME_DIR/mrd, else /dev/shm/mrd-<uid>).")
-    Path dir;
+    @Mixin
+    DirOption dirOption;
 
     @Option(names = "--file", paramLabel = "PATH",
         description = "Read this control file instead of DIR/mrd.ctl (a saved copy, say).")
@@ -29,7 +28,7 @@ public final class ControlFileOption
      */
     public Path path()
     {
-        return null != file ? file : RunDirectoryPath.resolve(dir, System.getenv()).resolve(ControlFile.FILE_NAME);
+        return null != file ? file : dirOption.resolve().resolve(ControlFile.FILE_NAME);
     }
 
     /**

@@ -7,7 +7,8 @@ import picocli.CommandLine.Option;
 import java.nio.file.Path;
 
 /**
- * {@code --dir}, shared by every command that talks to a daemon.
+ * {@code --dir}, shared by every command that talks to a daemon and, through {@link ControlFileOption}, by
+ * those that read its control file.
  */
 public final class DirOption
 {

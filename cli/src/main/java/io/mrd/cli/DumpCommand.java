@@ -1,9 +1,9 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
-import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Format;
 import org.agrona.concurrent.errors.ErrorLogReader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -118,21 +118,21 @@ public final class DumpCommand implements Callable<Integer>
     {
         final ControlFileSnapshot.Header h = s.header();
         out.println("control file  " + describePath(s.path()) + " (" + (h.hugepageBacked() ? "hugetlbfs" : "tmpfs") +
-            ", " + size(h.fileLength()) + ", layout " + h.layoutVersion() + ")");
+            ", " + Format.size(h.fileLength()) + ", layout " + h.layoutVersion() + ")");
         out.println("daemon        pid " + h.pid() + ", epoch " + Sizes.hex(h.epoch()) + ", started " +
             Instant.ofEpochMilli(h.startTimeMs()) + " (up " +
-            StatusCommand.formatDuration(s.takenMs() - h.startTimeMs()) + ")");
+            Format.duration(s.takenMs() - h.startTimeMs()) + ")");
         out.println("heartbeat     " + heartbeat(s));
         out.println("provider      " + h.provider() + ", devGen " + h.devGen() + ", seqlock " + h.seq() +
             (s.consistent() ? "" : " (HELD FOR WRITING: this dump may be torn)"));
         final long capacity = s.lists().stream().mapToLong(l -> (long)l.segmentCount() * l.segmentSize()).sum();
         final long allocated = s.lists().stream().mapToLong(l -> (long)l.allocatedSegments() * l.segmentSize()).sum();
-        out.println("memory        base " + Sizes.hex(h.baseVirtaddr()) + ", " + plural(s.lists().size(), "list") + " of " +
-            s.layout().segmentsPerList() + " segments of " + Sizes.format(h.segmentSize()) + ", " +
+        out.println("memory        base " + Sizes.hex(h.baseVirtaddr()) + ", " + Format.plural(s.lists().size(), "list") +
+            " of " + s.layout().segmentsPerList() + " segments of " + Sizes.format(h.segmentSize()) + ", " +
             Sizes.format(allocated) + " allocated of " + Sizes.format(capacity));
         if (h.externalLength() > 0)
         {
-            out.println("external      window " + range(h.externalBase(), h.externalBase() + h.externalLength()) +
+            out.println("external      window " + Format.range(h.externalBase(), h.externalBase() + h.externalLength()) +
                 " (" + Sizes.format(h.externalLength()) + ")");
         }
     }
@@ -170,7 +170,7 @@ public final class DumpCommand implements Callable<Integer>
         out.println("memory lists");
         for (final ControlFileSnapshot.MemsegList list : s.lists())
         {
-            out.println("  list " + list.index() + "  " + range(list.baseVa(), list.endVa()) + "  " +
+            out.println("  list " + list.index() + "  " + Format.range(list.baseVa(), list.endVa()) + "  " +
                 list.segmentCount() + " x " + Sizes.format(list.segmentSize()) + ", " + list.allocatedSegments() +
                 " allocated, backing " + list.backingPath() + " (" + (list.hugetlbfs() ? "hugetlbfs" : "tmpfs") + ")");
             final List<ControlFileSnapshot.Allocated> allocations = list.allocations();
@@ -180,9 +180,9 @@ public final class DumpCommand implements Callable<Integer>
             }
             for (final ControlFileSnapshot.Allocated a : allocations)
             {
-                out.printf("    %s %8s  segments %s  owner %s%n", range(a.start(), a.end()),
-                    Sizes.format(a.end() - a.start()), segments(a.firstSegment(), a.segmentCount()),
-                    owner(s, a.owner()));
+                out.printf("    %s %8s  segments %s  owner %s%n", Format.range(a.start(), a.end()),
+                    Sizes.format(a.end() - a.start()), Format.segments(a.firstSegment(), a.segmentCount()),
+                    Format.owner(s, a.owner()));
             }
         }
     }
@@ -196,15 +196,15 @@ public final class DumpCommand implements Callable<Integer>
         for (final ControlFileSnapshot.Mr mr : s.mrs())
         {
             final String where = mr.external() ? "external" :
-                "list " + mr.listIndex() + " segments " + segments(mr.msBaseIdx(), mr.msBmpN()) + ", msN " +
+                "list " + mr.listIndex() + " segments " + Format.segments(mr.msBaseIdx(), mr.msBmpN()) + ", msN " +
                     mr.msN() + "/" + mr.msBmpN();
             out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s%n", mr.index(), mr.stateName(),
-                DumpJson.key(mr.lkey()), DumpJson.key(mr.rkey()), range(mr.start(), mr.end()),
-                size(mr.length()), where, owner(s, mr.owner()));
+                Format.key(mr.lkey()), Format.key(mr.rkey()), Format.range(mr.start(), mr.end()),
+                Format.size(mr.length()), where, Format.owner(s, mr.owner()));
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {
-                out.printf("      chunk %s %8s%n", range(chunk.start(), chunk.end()),
-                    size(chunk.end() - chunk.start()));
+                out.printf("      chunk %s %8s%n", Format.range(chunk.start(), chunk.end()),
+                    Format.size(chunk.end() - chunk.start()));
             }
             if (mr.chunks().isEmpty())
             {
@@ -222,8 +222,8 @@ public final class DumpCommand implements Callable<Integer>
                 "OVERFLOW: lookups scan the MR table until a rebuild fits" : "no overflow"));
         for (final ControlFileSnapshot.CacheEntry e : cache.entries())
         {
-            out.printf("  %6d  %s %8s  lkey %-10s MR %d%n", e.index(), range(e.start(), e.end()),
-                size(e.end() - e.start()), DumpJson.key(e.lkey()), e.mr());
+            out.printf("  %6d  %s %8s  lkey %-10s MR %d%n", e.index(), Format.range(e.start(), e.end()),
+                Format.size(e.end() - e.start()), Format.key(e.lkey()), e.mr());
         }
     }
 
@@ -235,14 +235,14 @@ public final class DumpCommand implements Callable<Integer>
         {
             out.printf("  client %-4d pid %-8d uid %-6d gid %-6d %-20s connected %s ago%n", c.id(), c.pid(), c.uid(),
                 c.gid(), c.name().isEmpty() ? "-" : c.name(),
-                StatusCommand.formatDuration(s.takenMs() - c.connectedMs()));
+                Format.duration(s.takenMs() - c.connectedMs()));
         }
     }
 
     private static void printErrors(final PrintWriter out, final List<DumpJson.ErrorEntry> errors)
     {
         out.println();
-        out.println("error log: " + plural(errors.size(), "distinct error"));
+        out.println("error log: " + Format.plural(errors.size(), "distinct error"));
         for (final DumpJson.ErrorEntry e : errors)
         {
             out.println("  " + e.count() + " x, first " + Instant.ofEpochMilli(e.firstMs()) + ", last " +
@@ -257,59 +257,5 @@ public final class DumpCommand implements Callable<Integer>
                 out.println("    ... " + (lines.length - ERROR_LINES) + " more lines (all of them with --json)");
             }
         }
-    }
-
-    /**
-     * @return the size exactly when it is a whole number of a binary unit, else to one decimal.
-     */
-    static String size(final long bytes)
-    {
-        final String exact = Sizes.format(bytes);
-        if (exact.endsWith("iB") || Math.abs(bytes) < Sizes.KIB)
-        {
-            return exact;
-        }
-        final String[] units = {"KiB", "MiB", "GiB", "TiB"};
-        double value = bytes;
-        int unit = -1;
-        while (unit + 1 < units.length && Math.abs(value) >= 1024)
-        {
-            value /= 1024;
-            unit++;
-        }
-        return String.format(java.util.Locale.ROOT, "%.1f%s", value, units[unit]);
-    }
-
-    static String plural(final long count, final String noun)
-    {
-        return count + " " + noun + (count == 1 ? "" : "s");
-    }
-
-    static String range(final long start, final long end)
-    {
-        return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
-    }
-
-    static String segments(final int first, final int count)
-    {
-        return count == 1 ? String.valueOf(first) : first + "-" + (first + count - 1);
-    }
-
-    /**
-     * @return who an owner id is: the daemon, or a client with its name and pid when it is connected.
-     */
-    static String owner(final ControlFileSnapshot s, final int owner)
-    {
-        if (owner == MemsegListDescriptor.OWNER_DAEMON)
-        {
-            return "daemon";
-        }
-        if (owner == 0)
-        {
-            return "daemon (0)";
-        }
-        final ControlFileSnapshot.Client client = s.client(owner);
-        return null == client ? "client " + owner :
-            "client " + owner + " (" + (client.name().isEmpty() ? "" : client.name() + ", ") + "pid " + client.pid() + ")";
     }
 }

@@ -4,9 +4,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Format;
 
 import java.time.Instant;
 import java.util.List;
@@ -89,8 +90,8 @@ final class DumpJson
             final ObjectNode node = mrs.addObject();
             node.put("index", mr.index());
             node.put("state", mr.stateName());
-            node.put("lkey", key(mr.lkey()));
-            node.put("rkey", key(mr.rkey()));
+            node.put("lkey", Format.key(mr.lkey()));
+            node.put("rkey", Format.key(mr.rkey()));
             node.put("start", Sizes.hex(mr.start()));
             node.put("end", Sizes.hex(mr.end()));
             node.put("msN", mr.msN());
@@ -120,7 +121,7 @@ final class DumpJson
             final ObjectNode e = entries.addObject();
             e.put("start", Sizes.hex(entry.start()));
             e.put("end", Sizes.hex(entry.end()));
-            e.put("lkey", key(entry.lkey()));
+            e.put("lkey", Format.key(entry.lkey()));
             e.put("mr", entry.mr());
         }
 
@@ -158,10 +159,5 @@ final class DumpJson
             }
         }
         return root;
-    }
-
-    static String key(final int key)
-    {
-        return Sizes.hex(key & 0xFFFF_FFFFL);
     }
 }

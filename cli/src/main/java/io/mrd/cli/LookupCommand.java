@@ -1,10 +1,11 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.Format;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -60,8 +61,8 @@ public final class LookupCommand implements Callable<Integer>
             final boolean overflow = ctl.header().cacheOverflow();
             if (new GlobalCacheReader(ctl).lookup(address, entry))
             {
-                out.println(Sizes.hex(address) + " -> MR " + entry.mr + " " + DumpCommand.range(entry.start, entry.end) +
-                    " lkey " + DumpJson.key(entry.lkey) + (overflow ? " (cache overflowed: found in the MR table)" : ""));
+                out.println(Sizes.hex(address) + " -> MR " + entry.mr + " " + Format.range(entry.start, entry.end) +
+                    " lkey " + Format.key(entry.lkey) + (overflow ? " (cache overflowed: found in the MR table)" : ""));
                 out.flush();
                 return 0;
             }
@@ -88,11 +89,11 @@ public final class LookupCommand implements Callable<Integer>
             {
                 return where + " is free: nothing is allocated there";
             }
-            return where + " is allocated to " + DumpCommand.owner(s, list.owners()[segment]) +
+            return where + " is allocated to " + Format.owner(s, list.owners()[segment]) +
                 " but no MR covers it yet: a worker's first lkey lookup there creates one";
         }
         final long base = s.lists().isEmpty() ? 0 : s.lists().getFirst().baseVa();
         final long end = s.lists().isEmpty() ? 0 : s.lists().getLast().endVa();
-        return "outside the memory lists " + DumpCommand.range(base, end) + " and every registered external range";
+        return "outside the memory lists " + Format.range(base, end) + " and every registered external range";
     }
 }

@@ -4,6 +4,7 @@ import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.mrd.primary.MetricsText;
+import io.mrd.tools.Format;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -119,7 +120,7 @@ public final class StatCommand implements Callable<Integer>
             final StringBuilder line = new StringBuilder(80);
             line.append("  ").append(String.format("%-" + LABEL_WIDTH + "s %15d", counter.label(), value));
             line.append(String.format("  %-9s",
-                counter.metricName().endsWith("_bytes") && value != 0 ? DumpCommand.size(value) : ""));
+                counter.metricName().endsWith("_bytes") && value != 0 ? Format.size(value) : ""));
             if (null != previous && previous.containsKey(counter) && previous.get(counter) != value)
             {
                 final long delta = value - previous.get(counter);

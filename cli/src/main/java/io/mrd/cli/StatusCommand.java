@@ -3,12 +3,12 @@ package io.mrd.cli;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.RunDirectory;
+import io.mrd.tools.Format;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 import java.io.PrintWriter;
-import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 
@@ -61,25 +61,11 @@ public final class StatusCommand implements Callable<Integer>
         out.println("mrd running in " + runDirectory.dir());
         out.printf("  pid          %d%n", s.pid());
         out.printf("  epoch        %s%n", Sizes.hex(s.epoch()));
-        out.printf("  uptime       %s%n", formatDuration(System.currentTimeMillis() - s.startTimeMs()));
+        out.printf("  uptime       %s%n", Format.duration(System.currentTimeMillis() - s.startTimeMs()));
         out.printf("  heartbeat    %d ms ago (stale after %d ms)%n", s.heartbeatAgeMs(), s.staleLimitMs());
         out.printf("  provider     %s%n", s.provider());
         out.printf("  memory       %s in use of %s%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()));
         out.printf("  control file %s (%s)%n", runDirectory.controlFile(), s.hugepageBacked() ? "hugetlbfs" : "tmpfs");
         return 0;
-    }
-
-    static String formatDuration(final long ms)
-    {
-        final Duration d = Duration.ofMillis(Math.max(0, ms));
-        if (d.toHours() > 0)
-        {
-            return String.format("%dh%02dm%02ds", d.toHours(), d.toMinutesPart(), d.toSecondsPart());
-        }
-        if (d.toMinutes() > 0)
-        {
-            return String.format("%dm%02ds", d.toMinutes(), d.toSecondsPart());
-        }
-        return String.format("%d.%01ds", d.toSeconds(), d.toMillisPart() / 100);
     }
 }

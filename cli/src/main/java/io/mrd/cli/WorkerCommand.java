@@ -4,10 +4,8 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.GlobalCacheReader;
-import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.secondary.DaemonDeadException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import picocli.CommandLine;
@@ -16,17 +14,11 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.PrintWriter;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.StampedLock;
-
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * {@code mrd worker}: a secondary JVM worker that allocates memory from the daemon, looks up the lkeys of
@@ -63,8 +55,6 @@ public final class WorkerCommand implements Callable<Integer>
     static final long MIN_BUFFER_LENGTH = 64;
     /** Allocation granularity of the daemon: parts are whole segments. */
     static final long SEGMENT = 2 * Sizes.MIB;
-    /** Failures printed in full; the rest are only counted. */
-    private static final int ERRORS_PRINTED = 5;
 
     @Mixin
     DirOption dirOption;
@@ -113,12 +103,9 @@ public final class WorkerCommand implements Callable<Integer>
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    private final AtomicInteger errorsPrinted = new AtomicInteger();
-    private volatile boolean abort;
-
     public Integer call() throws JsonProcessingException
     {
-        final Geometry geometry = geometry();
+        final WorkerRunner.Plan plan = plan();
         final PrintWriter err = spec.commandLine().getErr();
         final Path dir = dirOption.resolve();
         final long runSeed = null != seed ? seed : System.nanoTime();
@@ -128,43 +115,44 @@ public final class WorkerCommand implements Callable<Integer>
         try (MrdClient client = MrdClient.attach(context);
             ControlFile verifierFile = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
         {
-            final Part[] parts = new Part[PARTS];
+            final WorkerRunner.Part[] parts = new WorkerRunner.Part[PARTS];
             for (int i = 0; i < PARTS; i++)
             {
-                parts[i] = new Part(client.allocate(geometry.partLength));
+                parts[i] = new WorkerRunner.Part(client.allocate(plan.partLength()));
                 parts[i].touch();
             }
             err.printf("mrd worker: client %d of daemon pid %d in %s: %d parts of %s at %s.., %d buffers of %d bytes, " +
                 "%d threads, %d lookups after %d warm-up lookups per thread%s%n", client.clientId(), client.daemonPid(),
-                dir, PARTS, Sizes.format(geometry.partLength), Sizes.hex(parts[0].address), buffers,
-                geometry.bufferLength, threads, lookups, warmup, freeEvery > 0 ? ", free every " + freeEvery : "");
+                dir, PARTS, Sizes.format(plan.partLength()), Sizes.hex(parts[0].address), buffers,
+                plan.bufferLength(), threads, lookups, warmup, freeEvery > 0 ? ", free every " + freeEvery : "");
             err.flush();
 
-            final Runner[] runners = new Runner[threads];
+            final WorkerRunner.Shared shared = new WorkerRunner.Shared(err);
+            final WorkerRunner[] runners = new WorkerRunner[threads];
             final Thread[] workers = new Thread[threads];
             for (int t = 0; t < threads; t++)
             {
                 final long quota = lookups / threads + (t < lookups % threads ? 1 : 0);
-                runners[t] = new Runner(t, quota, client, geometry, parts, new GlobalCacheReader(verifierFile),
-                    new SplittableRandom(runSeed + t), err);
+                runners[t] = new WorkerRunner(t, quota, client, plan, parts, new GlobalCacheReader(verifierFile),
+                    new SplittableRandom(runSeed + t), shared);
                 workers[t] = new Thread(runners[t], "mrd-worker-" + t);
             }
             for (final Thread worker : workers)
             {
                 worker.start();
             }
-            awaitAll(workers, runners, err);
+            awaitAll(workers, runners, shared, err);
             long timedStart = Long.MAX_VALUE;
             long end = Long.MIN_VALUE;
-            for (final Runner runner : runners)
+            for (final WorkerRunner runner : runners)
             {
                 timedStart = Math.min(timedStart, runner.timedStartNs);
                 end = Math.max(end, runner.endNs);
             }
             final long elapsed = Math.max(0, end - timedStart);
 
-            final Map<String, Object> result = summarize(runners, elapsed, geometry, client);
-            for (final Part part : parts)
+            final Map<String, Object> result = summarize(runners, elapsed, plan, client);
+            for (final WorkerRunner.Part part : parts)
             {
                 freeQuietly(client, part, err);
             }
@@ -179,9 +167,9 @@ public final class WorkerCommand implements Callable<Integer>
     }
 
     /**
-     * Part size, buffers per part and buffer size, from the options.
+     * Part size and buffer size from the options, with the options the threads follow.
      */
-    private Geometry geometry()
+    private WorkerRunner.Plan plan()
     {
         final CommandLine commandLine = spec.commandLine();
         if (alloc <= 0 || buffers < 1 || lookups < 0 || threads < 1 || freeEvery < 0 || verifyEvery < 1 || warmup < 0)
@@ -200,10 +188,11 @@ public final class WorkerCommand implements Callable<Integer>
                 Sizes.format(alloc) + ": parts of " + Sizes.format(partLength) + " hold at most " +
                 partLength / MIN_BUFFER_LENGTH + " buffers of " + MIN_BUFFER_LENGTH + " bytes each");
         }
-        return new Geometry(partLength, bufferLength);
+        return new WorkerRunner.Plan(partLength, bufferLength, buffers, warmup, verifyEvery, freeEvery, startAt);
     }
 
-    private void awaitAll(final Thread[] workers, final Runner[] runners, final PrintWriter err)
+    private void awaitAll(
+        final Thread[] workers, final WorkerRunner[] runners, final WorkerRunner.Shared shared, final PrintWriter err)
     {
         long lastReport = System.nanoTime();
         for (final Thread worker : workers)
@@ -216,7 +205,7 @@ public final class WorkerCommand implements Callable<Integer>
                 }
                 catch (final InterruptedException ex)
                 {
-                    abort = true;
+                    shared.abort = true;
                     Thread.currentThread().interrupt();
                 }
                 if (System.nanoTime() - lastReport >= 1_000_000_000L && worker.isAlive())
@@ -224,7 +213,7 @@ public final class WorkerCommand implements Callable<Integer>
                     lastReport = System.nanoTime();
                     long done = 0;
                     long errors = 0;
-                    for (final Runner runner : runners)
+                    for (final WorkerRunner runner : runners)
                     {
                         done += runner.progress.get();
                         errors += runner.errorCount.get();
@@ -238,7 +227,7 @@ public final class WorkerCommand implements Callable<Integer>
     }
 
     private Map<String, Object> summarize(
-        final Runner[] runners, final long elapsedNs, final Geometry geometry, final MrdClient client)
+        final WorkerRunner[] runners, final long elapsedNs, final WorkerRunner.Plan plan, final MrdClient client)
     {
         long done = 0;
         long busyNs = 0;
@@ -252,7 +241,7 @@ public final class WorkerCommand implements Callable<Integer>
         long verified = 0;
         long frees = 0;
         long warmedUp = 0;
-        for (final Runner runner : runners)
+        for (final WorkerRunner runner : runners)
         {
             done += runner.done;
             warmedUp += runner.warmedUp;
@@ -284,14 +273,14 @@ public final class WorkerCommand implements Callable<Integer>
         result.put("threads", threads);
         result.put("seconds", Math.round(elapsedNs / 1e6) / 1000.0);
         result.put("buffers", buffers);
-        result.put("bufferBytes", geometry.bufferLength);
-        result.put("partBytes", geometry.partLength);
+        result.put("bufferBytes", plan.bufferLength());
+        result.put("partBytes", plan.partLength());
         result.put("clientId", client.clientId());
         result.put("daemonPid", client.daemonPid());
         return result;
     }
 
-    private void freeQuietly(final MrdClient client, final Part part, final PrintWriter err)
+    private void freeQuietly(final MrdClient client, final WorkerRunner.Part part, final PrintWriter err)
     {
         if (null == part.segment || client.isBroken())
         {
@@ -304,337 +293,6 @@ public final class WorkerCommand implements Callable<Integer>
         catch (final MrdException ex)
         {
             err.println("mrd worker: could not free part at " + Sizes.hex(part.address) + ": " + ex.oneLine());
-        }
-    }
-
-    /**
-     * Counts a failure, and prints the first few.
-     */
-    void report(final int thread, final String what, final PrintWriter err)
-    {
-        if (errorsPrinted.getAndIncrement() < ERRORS_PRINTED)
-        {
-            synchronized (err)
-            {
-                err.println("mrd worker: thread " + thread + ": " + what);
-                err.flush();
-            }
-        }
-    }
-
-    record Geometry(long partLength, long bufferLength)
-    {
-    }
-
-    /**
-     * One eighth of the memory. Lookup threads read {@link #address} in an optimistic read of {@link #lock} and
-     * drop the result when thread 0 freed and re-allocated the part meanwhile: a lookup of memory being freed
-     * may fail (ENXIO) or be stale, and that is the race, not an error.
-     */
-    static final class Part
-    {
-        final StampedLock lock = new StampedLock();
-        MemorySegment segment;
-        long address;
-
-        Part(final MemorySegment segment)
-        {
-            this.segment = segment;
-            this.address = segment.address();
-        }
-
-        /** Writes the first and last word, so a mapping that is not there faults here and now. */
-        void touch()
-        {
-            segment.set(JAVA_LONG, 0, address);
-            segment.set(JAVA_LONG, segment.byteSize() - Long.BYTES, address);
-        }
-    }
-
-    /**
-     * One lookup thread and its cache.
-     */
-    final class Runner implements Runnable
-    {
-        final int index;
-        final long quota;
-        final MrdClient client;
-        final MrCache cache;
-        final GlobalCacheReader verifier;
-        final Part[] parts;
-        final long partLength;
-        final long bufferLength;
-        final SplittableRandom random;
-        final PrintWriter err;
-        final MrEntry entry = new MrEntry();
-        final AtomicLong progress = new AtomicLong();
-        final AtomicLong errorCount = new AtomicLong();
-        final boolean guarded;
-        final boolean recycles;
-        final int buffers;
-        long warmedUp;
-        long done;
-        long timedStartNs;
-        long endNs;
-        long busyNs;
-        long mismatches;
-        long verified;
-        long frees;
-
-        Runner(
-            final int index,
-            final long quota,
-            final MrdClient client,
-            final Geometry geometry,
-            final Part[] parts,
-            final GlobalCacheReader verifier,
-            final SplittableRandom random,
-            final PrintWriter err)
-        {
-            this.index = index;
-            this.quota = quota;
-            this.client = client;
-            this.cache = client.newCache();
-            this.verifier = verifier;
-            this.parts = parts;
-            this.partLength = geometry.partLength;
-            this.bufferLength = geometry.bufferLength;
-            this.random = random;
-            this.err = err;
-            this.guarded = freeEvery > 0;
-            this.recycles = guarded && index == 0;
-            this.buffers = WorkerCommand.this.buffers;
-        }
-
-        private void waitForStartTime()
-        {
-            long waitMs;
-            while (!abort && (waitMs = startAt - System.currentTimeMillis()) > 0)
-            {
-                try
-                {
-                    Thread.sleep(Math.min(waitMs, 50));
-                }
-                catch (final InterruptedException ex)
-                {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
-            }
-        }
-
-        /**
-         * Runs batches of {@link #verifyEvery} lookups: the loop that matters is the tight one inside a batch
-         * (no progress, abort or recycle branches for the JIT to trip over), and each batch's first lookup is
-         * the one verified.
-         */
-        public void run()
-        {
-            final int batch = verifyEvery;
-            while (warmedUp < warmup && !abort)
-            {
-                final int n = (int)Math.min(batch, warmup - warmedUp);
-                warmedUp += guarded ? guardedLookups(n) : lookups(n);
-            }
-            waitForStartTime();
-            long nextRecycle = recycles ? freeEvery : Long.MAX_VALUE;
-            long recycleNs = 0;
-            final long start = System.nanoTime();
-            timedStartNs = start;
-            while (done < quota && !abort)
-            {
-                if (done >= nextRecycle)
-                {
-                    nextRecycle += freeEvery;
-                    final long before = System.nanoTime();
-                    recycle(parts[random.nextInt(PARTS)]);
-                    recycleNs += System.nanoTime() - before;
-                }
-                final long n = Math.min(Math.min(batch, quota - done), nextRecycle - done);
-                if (lookupAndVerify())
-                {
-                    done++;
-                    done += guarded ? guardedLookups((int)n - 1) : lookups((int)n - 1);
-                }
-                progress.setRelease(done);
-            }
-            endNs = System.nanoTime();
-            busyNs = endNs - start - recycleNs;
-        }
-
-        /**
-         * The datapath: random buffers, their lkeys from the cache.
-         *
-         * @return lookups done ({@code n} unless the run aborts).
-         */
-        private int lookups(final int n)
-        {
-            final MrCache cache = this.cache;
-            final Part[] parts = this.parts;
-            final SplittableRandom random = this.random;
-            final int buffers = this.buffers;
-            final long bufferLength = this.bufferLength;
-            int count = 0;
-            while (count < n)
-            {
-                final int buffer = random.nextInt(buffers);
-                final long address = parts[buffer & (PARTS - 1)].address + (long)(buffer >>> 3) * bufferLength;
-                count++;
-                try
-                {
-                    cache.lkey(address, bufferLength);
-                }
-                catch (final MrdException ex)
-                {
-                    fail(ex, address);
-                    if (abort)
-                    {
-                        break;
-                    }
-                }
-            }
-            return count;
-        }
-
-        /**
-         * The datapath while thread 0 recycles parts: as {@link #lookups}, inside an optimistic read of the
-         * part; a lookup that raced with a recycle is dropped, not counted.
-         */
-        private int guardedLookups(final int n)
-        {
-            int count = 0;
-            while (count < n && !abort)
-            {
-                final int buffer = random.nextInt(buffers);
-                final Part part = parts[buffer & (PARTS - 1)];
-                final long stamp = part.lock.tryOptimisticRead();
-                if (0 == stamp)
-                {
-                    Thread.onSpinWait();
-                    continue;
-                }
-                final long address = part.address + (long)(buffer >>> 3) * bufferLength;
-                try
-                {
-                    cache.lkey(address, bufferLength);
-                    if (part.lock.validate(stamp))
-                    {
-                        count++;
-                    }
-                }
-                catch (final MrdException ex)
-                {
-                    if (part.lock.validate(stamp))
-                    {
-                        count++;
-                        fail(ex, address);
-                    }
-                }
-            }
-            return count;
-        }
-
-        /**
-         * One lookup checked against the global cache read straight from the control file.
-         *
-         * @return true when it counts (false: it raced with a recycle of its part and was dropped).
-         */
-        private boolean lookupAndVerify()
-        {
-            final int buffer = random.nextInt(buffers);
-            final Part part = parts[buffer & (PARTS - 1)];
-            final long stamp = guarded ? part.lock.tryOptimisticRead() : 0;
-            if (guarded && 0 == stamp)
-            {
-                Thread.onSpinWait();
-                return false;
-            }
-            final long address = part.address + (long)(buffer >>> 3) * bufferLength;
-            final int lkey;
-            try
-            {
-                lkey = cache.lkey(address, bufferLength);
-            }
-            catch (final MrdException ex)
-            {
-                if (guarded && !part.lock.validate(stamp))
-                {
-                    return false;
-                }
-                fail(ex, address);
-                return true;
-            }
-            if (guarded && !part.lock.validate(stamp))
-            {
-                return false;
-            }
-            verify(part, stamp, address, lkey);
-            return true;
-        }
-
-        private void verify(final Part part, final long stamp, final long address, final int lkey)
-        {
-            final boolean found;
-            try
-            {
-                found = verifier.lookup(address, entry);
-            }
-            catch (final MrdException ex)
-            {
-                fail(ex, address);
-                return;
-            }
-            if (guarded && !part.lock.validate(stamp))
-            {
-                return;
-            }
-            verified++;
-            if (!found || entry.lkey != lkey || !entry.containsRange(address, bufferLength))
-            {
-                mismatches++;
-                errorCount.incrementAndGet();
-                report(index, "lkey " + Sizes.hex(lkey & 0xFFFF_FFFFL) + " of buffer " + Sizes.hex(address) +
-                    " disagrees with the global cache: " + (found ? entry.toString() : "no entry"), err);
-            }
-        }
-
-        /**
-         * Frees a part and allocates it again; its buffers move to wherever the daemon puts it.
-         */
-        private void recycle(final Part part)
-        {
-            final long stamp = part.lock.writeLock();
-            try
-            {
-                client.free(part.segment);
-                part.segment = null;
-                part.segment = client.allocate(partLength);
-                part.address = part.segment.address();
-                part.touch();
-                frees++;
-            }
-            catch (final MrdException ex)
-            {
-                // Without its part the run cannot go on meaningfully.
-                errorCount.incrementAndGet();
-                report(index, "freeing and re-allocating the part at " + Sizes.hex(part.address) + " failed: " +
-                    ex.oneLine() + "; stopping", err);
-                abort = true;
-            }
-            finally
-            {
-                part.lock.unlockWrite(stamp);
-            }
-        }
-
-        private void fail(final MrdException ex, final long address)
-        {
-            errorCount.incrementAndGet();
-            report(index, "lkey(" + Sizes.hex(address) + ", " + bufferLength + "): " + ex.oneLine(), err);
-            if (ex instanceof DaemonDeadException)
-            {
-                abort = true;
-            }
         }
     }
 }

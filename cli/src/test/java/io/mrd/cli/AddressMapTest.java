@@ -1,9 +1,9 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFileLayout;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
+import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;

@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
-import io.mrd.layout.Invariants;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrEntry;
@@ -16,6 +15,8 @@ import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.mr.MrEngine;
+import io.mrd.tools.Format;
+import io.mrd.tools.Invariants;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -189,9 +190,9 @@ final class ControlFileCommandsTest
         assertEquals(daemon.context().cacheCapacity(), cache.get("capacity").asInt());
         assertFalse(cache.get("overflow").asBoolean());
         final List<List<String>> expected = new ArrayList<>(List.of(
-            List.of(hex(a1.address()), hex(a1.address() + SEGMENT), DumpJson.key(mr0.lkey), "0"),
-            List.of(hex(a2.address()), hex(a2.end()), DumpJson.key(mr1.lkey), "1"),
-            List.of(hex(external.address()), hex(external.address() + MIB), DumpJson.key(ext.lkey), "2")));
+            List.of(hex(a1.address()), hex(a1.address() + SEGMENT), Format.key(mr0.lkey), "0"),
+            List.of(hex(a2.address()), hex(a2.end()), Format.key(mr1.lkey), "1"),
+            List.of(hex(external.address()), hex(external.address() + MIB), Format.key(ext.lkey), "2")));
         expected.sort(Comparator.comparing(e -> Sizes.parseAddress(e.get(0))));
         final List<List<String>> entries = new ArrayList<>();
         cache.get("entries").forEach(e -> entries.add(List.of(e.get("start").asText(), e.get("end").asText(),
@@ -213,7 +214,7 @@ final class ControlFileCommandsTest
         assertTrue(text.out().contains("pid " + ProcessHandle.current().pid()), text.out());
         assertTrue(text.out().contains("tmpfs"), text.out());
         assertTrue(text.out().contains("MRs: 3 ACTIVE, 0 DETACHED"), text.out());
-        assertTrue(text.out().contains("chunk " + DumpCommand.range(a1.address(), a1.address() + SEGMENT)), text.out());
+        assertTrue(text.out().contains("chunk " + Format.range(a1.address(), a1.address() + SEGMENT)), text.out());
         assertTrue(text.out().contains("segments 4-6  owner client 7"), text.out());
         assertTrue(text.out().contains("global cache: 3 entries"), text.out());
         assertFalse(text.out().contains("provider hiccup"), "the error log only with --errors");
@@ -273,7 +274,7 @@ final class ControlFileCommandsTest
             final int at = cacheOffset + CacheEntryDescriptor.ENTRY_LENGTH + CacheEntryDescriptor.LKEY_OFFSET;
             putInt(file, at, getInt(file, at) ^ 0x5A00);
         });
-        assertViolation(lkey, "global cache entry 1 " + DumpCommand.range(a1.address(), a1.address() + SEGMENT) +
+        assertViolation(lkey, "global cache entry 1 " + Format.range(a1.address(), a1.address() + SEGMENT) +
             " lkey mismatch");
 
         final Run msN = checkCopy("msN", file ->
@@ -307,8 +308,8 @@ final class ControlFileCommandsTest
         buildScenario();
         final Run found = mrd("lookup", "--dir", dir.toString(), hex(a1.address() + 12345));
         assertEquals(0, found.exit(), found.both());
-        assertEquals(hex(a1.address() + 12345) + " -> MR 0 " + DumpCommand.range(a1.address(), a1.address() + SEGMENT) +
-            " lkey " + DumpJson.key(mr0.lkey), found.out().strip());
+        assertEquals(hex(a1.address() + 12345) + " -> MR 0 " + Format.range(a1.address(), a1.address() + SEGMENT) +
+            " lkey " + Format.key(mr0.lkey), found.out().strip());
 
         final Run externalFound = mrd("lookup", "--dir", dir.toString(), Long.toString(external.address() + 10));
         assertEquals(0, externalFound.exit(), externalFound.both());
@@ -483,7 +484,7 @@ final class ControlFileCommandsTest
     {
         assertEquals(index, mr.get("index").asInt(), mr.toString());
         assertEquals("ACTIVE", mr.get("state").asText(), mr.toString());
-        assertEquals(DumpJson.key(lkey), mr.get("lkey").asText(), mr.toString());
+        assertEquals(Format.key(lkey), mr.get("lkey").asText(), mr.toString());
         assertTrue(mr.get("rkey").asText().startsWith("0x"), mr.toString());
         assertEquals(hex(start), mr.get("start").asText(), mr.toString());
         assertEquals(hex(end), mr.get("end").asText(), mr.toString());

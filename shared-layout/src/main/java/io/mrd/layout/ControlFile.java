@@ -188,10 +188,7 @@ public final class ControlFile implements AutoCloseable
         return seqLock;
     }
 
-    /**
-     * @return a reader of the counters section.
-     */
-    public CountersReader countersReader()
+    private CountersReader countersReader()
     {
         return new CountersReader(
             new UnsafeBuffer(buffer, layout.countersMetadataOffset(), layout.countersMetadataLength()),

@@ -360,7 +360,9 @@ public final class ControlFileLayout
     }
 
     /**
-     * @return every section as {name, offset, length}, in file order, for checks and dumps.
+     * @return every section as {offset, length} in bytes, in file order; {@link #SECTION_NAMES} names them.
+     * The layout tests check with it that the sections start on cache lines, do not overlap and end the file,
+     * and that a layout read back from a header has the same sections as the one that wrote it.
      */
     public long[][] sections()
     {

@@ -9,8 +9,8 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  * <p>
  * Line 0 says who wrote the file and whether it is alive; line 1 holds the
  * fields every lookup reads (the seqlock, {@code devGen}, the global cache's
- * length), alone on their line so that the heartbeat store every 100 ms does not
- * invalidate the line lookups read; lines 2 and 3 hold the geometry, written once
+ * length), alone on their line so that the heartbeat store every interval does
+ * not invalidate the line lookups read; lines 2 and 3 hold the geometry, written once
  * before {@link #LAYOUT_VERSION_OFFSET} is published.
  * <pre>
  *   0                   1                   2                   3
@@ -29,7 +29,7 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  |                      Start Time (epoch ms)                    | 24
  *  |                                                               |
  *  +---------------------------------------------------------------+
- *  |          Heartbeat (epoch ms, every 100 ms; -1 = closed)      | 32
+ *  |        Heartbeat (epoch ms, every interval; -1 = closed)      | 32
  *  |                                                               |
  *  +---------------------------------------------------------------+
  *  |                     Control File Length                       | 40

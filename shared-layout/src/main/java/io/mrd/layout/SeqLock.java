@@ -65,14 +65,6 @@ public final class SeqLock
     }
 
     /**
-     * @return true when a write is in progress.
-     */
-    public boolean isWriteLocked()
-    {
-        return (buffer.getLongVolatile(offset) & 1) != 0;
-    }
-
-    /**
      * Reader: start a read.
      *
      * @return the sequence to pass to {@link #validate(long)}, or {@link #WRITE_IN_PROGRESS}.
@@ -81,26 +73,6 @@ public final class SeqLock
     {
         final long seq = buffer.getLongAcquire(offset);
         return (seq & 1) == 0 ? seq : WRITE_IN_PROGRESS;
-    }
-
-    /**
-     * Reader: start a read, spinning while a write is in progress, at most {@code maxSpins} times.
-     *
-     * @return the sequence, or {@link #WRITE_IN_PROGRESS} when the writer held the lock throughout (it may
-     * have died inside the critical section: the caller checks the heartbeat).
-     */
-    public long beginRead(final int maxSpins)
-    {
-        for (int i = 0; i <= maxSpins; i++)
-        {
-            final long seq = tryBeginRead();
-            if (seq != WRITE_IN_PROGRESS)
-            {
-                return seq;
-            }
-            Thread.onSpinWait();
-        }
-        return WRITE_IN_PROGRESS;
     }
 
     /**

@@ -1,8 +1,8 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
+import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -3,11 +3,11 @@ package io.mrd.cli.secondaries;
 import io.mrd.cli.Mrd;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.RunDirectory;
 import io.mrd.testing.ChildJvm;
+import io.mrd.tools.ControlFileSnapshot;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

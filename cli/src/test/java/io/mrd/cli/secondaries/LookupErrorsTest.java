@@ -2,8 +2,8 @@ package io.mrd.cli.secondaries;
 
 import io.mrd.cli.secondaries.LiveDaemon.Secondary;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

@@ -1,10 +1,10 @@
 package io.mrd.cli.secondaries;
 
 import io.mrd.cli.ProjectRoot;
-import io.mrd.layout.ControlFileSnapshot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.testing.ChildJvm;
+import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

@@ -88,7 +88,7 @@ class MemoryEventTest
                     return;
                 }
                 seenAtDeregistration.add(MrDescriptor.stateName(f.state(slot)));
-                seenAtDeregistration.add("seqlock " + (f.ctl.seqLock().isWriteLocked() ? "held" : "free"));
+                seenAtDeregistration.add("seqlock " + ((f.ctl.seqLock().sequence() & 1) != 0 ? "held" : "free"));
                 seenAtDeregistration.add("memory lock " + (f.memory.memoryLock().isWriteLocked() ||
                     f.memory.memoryLock().getReadHoldCount() > 0 ? "held" : "free"));
                 seenAtDeregistration.add("cache " + (null == f.secondaryLookup(a.address()) ? "clear" : "holds it"));

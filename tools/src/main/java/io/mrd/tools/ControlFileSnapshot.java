@@ -1,6 +1,22 @@
-package io.mrd.layout;
+package io.mrd.tools;
 
-import io.mrd.layout.sys.Sizes;
+import io.mrd.layout.ClientDescriptor;
+import io.mrd.layout.ClientRecord;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.ControlHeader;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.GlobalCacheReader;
+import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.Heartbeat;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.MemsegListRecord;
+import io.mrd.layout.MrDescriptor;
+import io.mrd.layout.MrRecord;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.SeqLock;
+import io.mrd.layout.SortedTable;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.nio.file.Path;
@@ -164,7 +180,7 @@ public record ControlFileSnapshot(
 
         public String toString()
         {
-            return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
+            return Format.range(start, end);
         }
     }
 
@@ -223,7 +239,7 @@ public record ControlFileSnapshot(
     {
         public String range()
         {
-            return "[" + Sizes.hex(start) + ", " + Sizes.hex(end) + ")";
+            return Format.range(start, end);
         }
     }
 

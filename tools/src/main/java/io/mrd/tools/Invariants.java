@@ -1,5 +1,10 @@
-package io.mrd.layout;
+package io.mrd.tools;
 
+import io.mrd.layout.CacheEntryDescriptor;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.MrDescriptor;
+import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 
 import java.util.ArrayList;
@@ -19,9 +24,9 @@ import java.util.concurrent.locks.LockSupport;
  * segment live in two MRs, every live segment allocated, MR fields coherent), the memory lists' bookkeeping,
  * the counters that must agree with the tables, and unique client ids.
  * <p>
- * {@code mrd check} runs it on a live daemon; engine and soak tests run it between steps. Each violation is
- * one line naming the record, the values and the rule broken, so that two snapshots showing the same fault
- * give the same line.
+ * {@code mrd check} runs it on a live daemon; the reliability tests run that command between steps, and the
+ * command tests call it directly. Each violation is one line naming the record, the values and the rule
+ * broken, so that two snapshots showing the same fault give the same line.
  */
 public final class Invariants
 {
@@ -125,9 +130,8 @@ public final class Invariants
                 final ControlFileSnapshot.MemsegList previous = lists.get(list.index() - 1);
                 if (previous.endVa() > list.baseVa())
                 {
-                    violations.add(name + " [" + Sizes.hex(list.baseVa()) + ", " + Sizes.hex(list.endVa()) +
-                        ") overlaps memseg list " + previous.index() + " [" + Sizes.hex(previous.baseVa()) + ", " +
-                        Sizes.hex(previous.endVa()) + ")");
+                    violations.add(name + " " + Format.range(list.baseVa(), list.endVa()) + " overlaps memseg list " +
+                        previous.index() + " " + Format.range(previous.baseVa(), previous.endVa()));
                 }
             }
         }
@@ -155,7 +159,7 @@ public final class Invariants
             final Integer other = byLkey.putIfAbsent(mr.lkey(), mr.index());
             if (null != other)
             {
-                violations.add(name + ": lkey " + hexKey(mr.lkey()) + " is also the lkey of MR " + other);
+                violations.add(name + ": lkey " + Format.key(mr.lkey()) + " is also the lkey of MR " + other);
             }
             if (mr.start() >= mr.end())
             {
@@ -198,9 +202,8 @@ public final class Invariants
                 final long end = start + mr.msBmpN() * segmentSize;
                 if (mr.start() != start || mr.end() != end)
                 {
-                    violations.add(name + ": range [" + Sizes.hex(mr.start()) + ", " + Sizes.hex(mr.end()) +
-                        ") is not its msBmpN " + mr.msBmpN() + " segments from msBaseIdx " + mr.msBaseIdx() + " [" +
-                        Sizes.hex(start) + ", " + Sizes.hex(end) + ")");
+                    violations.add(name + ": range " + Format.range(mr.start(), mr.end()) + " is not its msBmpN " +
+                        mr.msBmpN() + " segments from msBaseIdx " + mr.msBaseIdx() + " " + Format.range(start, end));
                 }
             }
             final int popcount = mr.bits().cardinality();
@@ -342,7 +345,7 @@ public final class Invariants
             }
             if (containing.isEmpty())
             {
-                violations.add(name + " lkey " + hexKey(e.lkey()) + " (MR " + e.mr() +
+                violations.add(name + " lkey " + Format.key(e.lkey()) + " (MR " + e.mr() +
                     ") lies in no ACTIVE MR's live segments");
             }
             else if (containing.size() > 1)
@@ -355,8 +358,8 @@ public final class Invariants
                 final ControlFileSnapshot.Mr mr = containing.getFirst().mr();
                 if (mr.lkey() != e.lkey())
                 {
-                    violations.add(name + " lkey mismatch: the entry has lkey " + hexKey(e.lkey()) + ", MR " +
-                        mr.index() + " has " + hexKey(mr.lkey()));
+                    violations.add(name + " lkey mismatch: the entry has lkey " + Format.key(e.lkey()) + ", MR " +
+                        mr.index() + " has " + Format.key(mr.lkey()));
                 }
                 if (mr.index() != e.mr())
                 {
@@ -372,7 +375,7 @@ public final class Invariants
                 if (!cached.contains(ref.chunk()))
                 {
                     violations.add("global cache lacks chunk " + ref.chunk() + " of MR " + ref.mr().index() +
-                        " lkey " + hexKey(ref.mr().lkey()) + " and its overflow flag is not set");
+                        " lkey " + Format.key(ref.mr().lkey()) + " and its overflow flag is not set");
                 }
             }
         }
@@ -486,10 +489,5 @@ public final class Invariants
             }
         }
         return found;
-    }
-
-    private static String hexKey(final int key)
-    {
-        return Sizes.hex(key & 0xFFFF_FFFFL);
     }
 }
