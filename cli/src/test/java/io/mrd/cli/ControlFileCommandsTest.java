@@ -207,7 +207,7 @@ final class ControlFileCommandsTest
     void dumpTextMapAndErrors() throws IOException
     {
         buildScenario();
-        daemon.recordError(new IllegalStateException("provider hiccup for the dump test"));
+        daemon.errorLog().record(new IllegalStateException("provider hiccup for the dump test"));
 
         final Run text = mrd("dump", "--dir", dir.toString());
         assertEquals(0, text.exit(), text.both());

@@ -8,7 +8,6 @@ import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.ErrorCode;
-import io.mrd.layout.SortedTable;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.memory.MemoryConfig;
@@ -33,8 +32,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The primary: owns the run directory's lock, the control file, the memory-segment lists, and (with the
- * later pieces) the MR engine and the socket server. {@link #launch} returns once the control file is
+ * The primary: owns the run directory's lock, the control file, the memory-segment lists, the provider,
+ * the MR engine and the socket server. {@link #launch} returns once the control file is
  * published; {@link #close} undoes everything in reverse and is safe to call from a signal's shutdown hook.
  */
 public final class MrdDaemon implements AutoCloseable
@@ -49,6 +48,7 @@ public final class MrdDaemon implements AutoCloseable
     private final DistinctErrorLog errorLog;
     private final MemoryManager memory;
     private final MrEngine engine;
+    private final Registrar registrar;
     private final Thread heartbeat;
     /** Set in {@link #launch} once the engine exists and before the control file is published. */
     private volatile MrdServer server;
@@ -64,6 +64,7 @@ public final class MrdDaemon implements AutoCloseable
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final MemoryManager memory,
+        final Registrar registrar,
         final MrEngine engine)
     {
         this.context = context;
@@ -73,6 +74,7 @@ public final class MrdDaemon implements AutoCloseable
         this.counters = counters;
         this.errorLog = errorLog;
         this.memory = memory;
+        this.registrar = registrar;
         this.engine = engine;
         this.heartbeat = Thread.ofPlatform().name("mrd-heartbeat").daemon(true).unstarted(this::beat);
     }
@@ -150,7 +152,6 @@ public final class MrdDaemon implements AutoCloseable
                 .baseVirtaddr(context.baseVirtaddr())
                 .segmentSize(DaemonContext.SEGMENT_SIZE)
                 .providerName(context.provider());
-            header.cacheLen(SortedTable.clear(ctl.buffer(), layout.cacheOffset()));
 
             final DaemonCounters counters = new DaemonCounters(ctl);
             final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
@@ -163,7 +164,7 @@ public final class MrdDaemon implements AutoCloseable
             registrar = Registrars.create(providerConfig(context));
             final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
             final MrdDaemon daemon = new MrdDaemon(
-                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, engine);
+                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine);
             if (context.metricsAddress().isPresent())
             {
                 daemon.metrics = MetricsEndpoint.start(context.metricsAddress().get(), ctl);
@@ -307,9 +308,6 @@ public final class MrdDaemon implements AutoCloseable
     }
 
     /**
-     * @return the socket server (null only while {@link #launch} is still starting it).
-     */
-    /**
      * @return the metrics endpoint, or null without {@code --metrics}.
      */
     public MetricsEndpoint metrics()
@@ -317,6 +315,9 @@ public final class MrdDaemon implements AutoCloseable
         return metrics;
     }
 
+    /**
+     * @return the socket server (null only while {@link #launch} is still starting it).
+     */
     public MrdServer server()
     {
         return server;
@@ -328,14 +329,6 @@ public final class MrdDaemon implements AutoCloseable
     public void requestStop()
     {
         Thread.ofPlatform().name("mrd-stop").start(this::close);
-    }
-
-    /**
-     * Records an unexpected failure in the control file's error log, where {@code mrd dump --errors} shows it.
-     */
-    public void recordError(final Throwable error)
-    {
-        errorLog.record(error);
     }
 
     /**
@@ -373,8 +366,7 @@ public final class MrdDaemon implements AutoCloseable
         try
         {
             // The heartbeat is closed before the socket: a secondary that sees its connection end looks at the
-            // heartbeat at once to tell a stop from a crash, and with the socket closed first it found a fresh
-            // heartbeat and could only say "closed the connection" (found by ProcessDeathTest). The beat
+            // heartbeat at once to tell a stop from a crash, which a fresh heartbeat would hide. The beat
             // thread is stopped before the write, so that it cannot overwrite CLOSED with a timestamp.
             heartbeat.interrupt();
             try
@@ -396,7 +388,7 @@ public final class MrdDaemon implements AutoCloseable
                 metrics.close();
             }
             engine.close();
-            engine.registrar().close();
+            registrar.close();
             counters.set(MrdCounter.BYTES_ALLOCATED, 0);
             memory.close();
             controlFile.close();

@@ -1,6 +1,9 @@
 package io.mrd.primary.memory;
 
 import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
 import org.agrona.MutableDirectBuffer;
 
 import java.nio.file.Path;
@@ -32,7 +35,7 @@ public record MemoryConfig(
     ControlFileLayout layout)
 {
     /**
-     * Checks the references; the numbers are checked by {@link MemoryManager}, whose messages name the flags.
+     * Checks the references; the numbers are checked by {@link #validate}, once the backing page size is known.
      */
     public MemoryConfig
     {
@@ -48,5 +51,49 @@ public record MemoryConfig(
     public long capacity()
     {
         return (long)listCount * segmentsPerList * segmentSize;
+    }
+
+    /**
+     * Checks the numbers against the backing page size, the control file's layout and the user address space.
+     *
+     * @throws MrdException EINVAL naming the setting that is wrong.
+     */
+    void validate(final long pageSize)
+    {
+        if (segmentSize < pageSize || Long.bitCount(segmentSize) != 1)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "segment size " + Sizes.format(segmentSize) +
+                " must be a power of two and at least the backing page size " + Sizes.format(pageSize));
+        }
+        if (listCount < 1 || listCount > layout.memsegListCount())
+        {
+            throw new MrdException(ErrorCode.EINVAL, "list count " + listCount +
+                " must be between 1 and the control file's " + layout.memsegListCount());
+        }
+        if (segmentsPerList < 1 || segmentsPerList > layout.segmentsPerList())
+        {
+            throw new MrdException(ErrorCode.EINVAL, "segments per list " + segmentsPerList +
+                " must be between 1 and the control file's " + layout.segmentsPerList());
+        }
+        final long lastRecordEnd = (long)layout.memsegListOffset(listCount - 1) + layout.memsegListRecordLength();
+        if (lastRecordEnd > control.capacity())
+        {
+            throw new MrdException(ErrorCode.EINVAL, "the control buffer (" + control.capacity() +
+                " bytes) ends before the last memseg list record (" + lastRecordEnd + ")");
+        }
+        if (baseVirtaddr <= 0 || (baseVirtaddr & (segmentSize - 1)) != 0)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "--base-virtaddr " + Sizes.hex(baseVirtaddr) +
+                " must be a positive multiple of the segment size " + Sizes.format(segmentSize));
+        }
+        final long stride = MemoryManager.listStride(segmentsPerList, segmentSize);
+        final double end = baseVirtaddr + (double)listCount * stride;
+        if (end > MemoryManager.USER_VA_END)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "--base-virtaddr " + Sizes.hex(baseVirtaddr) + " with " +
+                listCount + " lists of " + Sizes.format(segmentsPerList * segmentSize) + " (placed " +
+                Sizes.format(stride) + " apart) ends past " + Sizes.hex(MemoryManager.USER_VA_END) +
+                ", the end of user address space: lower --base-virtaddr or --max-memory");
+        }
     }
 }

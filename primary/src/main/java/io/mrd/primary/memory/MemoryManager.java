@@ -3,18 +3,15 @@ package io.mrd.primary.memory;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 
-import java.io.IOException;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-import java.util.regex.Pattern;
+import java.util.function.Function;
 
 import static io.mrd.layout.MemsegListDescriptor.OWNER_DAEMON;
 
@@ -27,22 +24,23 @@ import static io.mrd.layout.MemsegListDescriptor.OWNER_DAEMON;
  * Lists are placed twice their own length apart, and the gap is left unreserved: two lists are then never
  * virtually contiguous, so a chunk (and the MR made from it) never spans two backing files.
  * <p>
- * <b>Locking.</b> One {@link ReentrantReadWriteLock}, {@link #memoryLock()}, plays the part of DPDK's memory
- * hotplug lock: {@link #allocate}, {@link #free} and {@link #freeAllOwnedBy} take it for writing; the MR
- * engine takes it for reading around {@link #contiguousChunk} / {@link #segmentOf} and whatever it does with
- * the answer, so that the chunk cannot change under it. Lookups of geometry ({@link #listOf},
- * {@link #list}) need no lock.
+ * <b>Locking.</b> One {@link ReentrantReadWriteLock}, the memory lock, plays the part of DPDK's memory
+ * hotplug lock, and only this class takes it: {@link #allocate}, {@link #free} and {@link #freeAllOwnedBy}
+ * for writing; {@link #withChunk} for reading, around the contiguity query and whatever the caller does with
+ * the answer, so that the chunk cannot change under it (the MR engine registers it there). Lookups of
+ * geometry ({@link #listOf}, {@link #list}) need no lock.
  * <p>
- * <b>Freeing is two steps</b>, so that the MR engine runs its memory free event between them:
+ * <b>Freeing is three steps</b>, so that the MR engine drops its MRs over the range before its pages go:
  * <ol>
  * <li>{@link #free} (or {@link #freeAllOwnedBy}) takes the segments out of use in the bookkeeping, under the
- * write lock, and returns a {@link FreedRange}. From then on {@link #contiguousChunk} no longer sees them, but
+ * write lock, and returns a {@link FreedRange}. From then on {@link #withChunk} no longer sees them, but
  * they stay mapped and cannot be allocated again;</li>
- * <li>the caller runs the memory free event for the range (clears the segments' bits in every MR covering
- * them, rebuilds the global cache, bumps devGen), so that no lkey for the range is handed out any more;</li>
- * <li>the caller calls {@link #release}, which unmaps the range and punches its pages out of the backing file
- * with no lock held (giving pages back can be slow and must not stall lookups or allocations), then makes
- * the segments free for allocation.</li>
+ * <li>still under the write lock, it tells every {@link MemoryEventListener} (DPDK's
+ * {@code rte_mem_event_callback_register}): the MR engine clears the segments' bits in every MR covering
+ * them, rebuilds the global cache and bumps devGen, so that no lkey for the range is handed out any more;</li>
+ * <li>the caller, having deregistered what the event detached, calls {@link #release}, which unmaps the range
+ * and punches its pages out of the backing file with no lock held (giving pages back can be slow and must
+ * not stall lookups or allocations), then makes the segments free for allocation.</li>
  * </ol>
  * Unmapping before the MR engine has cleared its bitmaps would leave registrations over memory that is gone;
  * allocating the segments again before {@link #release} would let its unmap destroy the new owner's mapping,
@@ -52,8 +50,6 @@ public final class MemoryManager implements AutoCloseable
 {
     /** First address past the 47-bit user address space of x86-64 and arm64 with 4-level page tables. */
     public static final long USER_VA_END = 1L << 47;
-
-    private static final Pattern HUGE_FILE = Pattern.compile("mrd-\\d+-list-\\d+");
 
     private final ReentrantReadWriteLock memoryLock = new ReentrantReadWriteLock();
     /**
@@ -70,7 +66,9 @@ public final class MemoryManager implements AutoCloseable
     private final long listStride;
     private final long capacity;
     private final Optional<Path> hugeDir;
+    private final BackingFiles backing;
     private final MemsegList[] lists;
+    private final List<MemoryEventListener> listeners = new CopyOnWriteArrayList<>();
     private volatile long allocatedBytes;
     private boolean closed;
 
@@ -87,8 +85,9 @@ public final class MemoryManager implements AutoCloseable
         this.segmentsPerList = config.segmentsPerList();
         this.baseVirtaddr = config.baseVirtaddr();
         this.hugeDir = config.hugeDir();
-        final long pageSize = hugeDir.map(MemoryManager::hugePageSize).orElse(4096L);
-        validate(config, pageSize);
+        this.backing = new BackingFiles(hugeDir, config.memDir());
+        final long pageSize = backing.pageSize();
+        config.validate(pageSize);
 
         this.segmentShift = Long.numberOfTrailingZeros(segmentSize);
         this.listLength = segmentsPerList * segmentSize;
@@ -96,29 +95,14 @@ public final class MemoryManager implements AutoCloseable
         this.capacity = config.capacity();
         this.lists = new MemsegList[config.listCount()];
 
-        final Path dir = hugeDir.orElse(config.memDir());
-        try
-        {
-            Files.createDirectories(dir);
-        }
-        catch (final IOException ex)
-        {
-            throw new MrdException(ErrorCode.EIO, "cannot create memory directory " + dir + ": " + ex);
-        }
-        if (hugeDir.isPresent())
-        {
-            removeStaleBackingFiles(hugeDir.get());
-        }
-
-        final long pid = ProcessHandle.current().pid();
+        backing.prepare();
         try
         {
             for (int i = 0; i < lists.length; i++)
             {
-                final Path backing = hugeDir.isPresent() ?
-                    hugeDir.get().resolve("mrd-" + pid + "-list-" + i) : config.memDir().resolve("list-" + i);
                 lists[i] = new MemsegList(i, baseVirtaddr + i * listStride, segmentSize, segmentsPerList,
-                    backing, hugeDir.isPresent(), pageSize, config.control(), config.layout().memsegListOffset(i));
+                    backing.path(i), backing.isHugetlbfs(), pageSize, config.control(),
+                    config.layout().memsegListOffset(i));
             }
         }
         catch (final RuntimeException ex)
@@ -145,11 +129,19 @@ public final class MemoryManager implements AutoCloseable
         return 2L * segmentsPerList * segmentSize;
     }
 
-    /**
-     * @return the lock that orders allocation and freeing (write side) against the MR engine's re-checks of
-     * chunks (read side).
-     */
-    public ReentrantReadWriteLock memoryLock()
+    /** Registers a listener for memory free events (DPDK's {@code rte_mem_event_callback_register}). */
+    public void addEventListener(final MemoryEventListener listener)
+    {
+        listeners.add(listener);
+    }
+
+    public void removeEventListener(final MemoryEventListener listener)
+    {
+        listeners.remove(listener);
+    }
+
+    /** The lock itself, for this package's tests, which hold it around {@link #contiguousChunk}. */
+    ReentrantReadWriteLock memoryLock()
     {
         return memoryLock;
     }
@@ -195,8 +187,8 @@ public final class MemoryManager implements AutoCloseable
                 if (first >= 0)
                 {
                     final long bytes = (long)n << segmentShift;
-                    checkBackingSpace(list, length, bytes);
-                    mapRun(list, first, n, length);
+                    BackingFiles.checkSpace(list, length, bytes);
+                    backing.map(list, first, n, length);
                     list.markAllocated(first, n, owner);
                     allocatedBytes += bytes;
                     return new Allocation(list.index(), first, n, list.segmentAddress(first), bytes, owner);
@@ -211,9 +203,8 @@ public final class MemoryManager implements AutoCloseable
     }
 
     /**
-     * Step 1 of freeing (see the class comment): takes {@code [address, address + length)} out of use.
-     * The caller must then run the memory free event for the returned range and call {@link #release} with
-     * it, in that order.
+     * Steps 1 and 2 of freeing (see the class comment): takes {@code [address, address + length)} out of use
+     * and tells the listeners. The caller must then call {@link #release} with the returned range.
      *
      * @param address first address: a segment boundary inside a list.
      * @param length  bytes, rounded up to whole segments; the range must lie inside one list.
@@ -237,36 +228,11 @@ public final class MemoryManager implements AutoCloseable
                 throw new MrdException(ErrorCode.ENXIO, "cannot free " + Sizes.hex(address) +
                     ": the address is outside managed memory (" + describeRanges() + ")");
             }
-            if (((address - list.baseVa()) & (segmentSize - 1)) != 0)
-            {
-                throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) +
-                    ": the address is not segment-aligned (segments are " + Sizes.format(segmentSize) +
-                    "; the segment holding it starts at " + Sizes.hex(Sizes.alignDown(address, segmentSize)) + ")");
-            }
-            final int first = list.segmentIndex(address);
-            if (length <= 0 || length > list.endVa() - address)
-            {
-                throw new MrdException(ErrorCode.EINVAL, "cannot free " + length + " bytes at " +
-                    Sizes.hex(address) + ": the length must be positive and the range must end inside list " +
-                    list.index() + " (which ends at " + Sizes.hex(list.endVa()) + ")");
-            }
+            list.checkFreeable(address, length, owner);
             final int n = (int)((length + segmentSize - 1) >>> segmentShift);
-            for (int i = first; i < first + n; i++)
-            {
-                if (!list.isAllocated(i))
-                {
-                    throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) + " (" +
-                        Sizes.format(length) + "): segment " + i + " of list " + list.index() + " at " +
-                        Sizes.hex(list.segmentAddress(i)) + " is not allocated");
-                }
-                if (owner != OWNER_DAEMON && list.owner(i) != owner)
-                {
-                    throw new MrdException(ErrorCode.EPERM, "cannot free " + Sizes.hex(address) + " (" +
-                        Sizes.format(length) + ") for " + ownerName(owner) + ": segment " + i + " at " +
-                        Sizes.hex(list.segmentAddress(i)) + " is owned by " + ownerName(list.owner(i)));
-                }
-            }
-            return takeOutOfUse(list, first, n);
+            final FreedRange range = takeOutOfUse(list, list.segmentIndex(address), n);
+            notifyFree(List.of(range));
+            return range;
         }
         finally
         {
@@ -275,9 +241,9 @@ public final class MemoryManager implements AutoCloseable
     }
 
     /**
-     * Step 1 of freeing for a client that has gone: takes every segment it owns out of use. Each returned
-     * range is a maximal run of its segments and goes through the memory free event and {@link #release} like
-     * the result of {@link #free}.
+     * Steps 1 and 2 of freeing for a client that has gone: takes every segment it owns out of use and tells
+     * the listeners, once, when there was any. Each returned range is a maximal run of its segments and goes
+     * to {@link #release} like the result of {@link #free}.
      *
      * @param owner the dead client's id.
      * @return the ranges taken out of use, by list and address; empty when it owned nothing.
@@ -296,22 +262,23 @@ public final class MemoryManager implements AutoCloseable
             }
             for (final MemsegList list : lists)
             {
-                int i = 0;
-                while (i < list.segmentCount())
+                for (int i = 0; i < list.segmentCount(); i++)
                 {
-                    if (list.owner(i) != owner)
+                    if (list.owner(i) == owner)
                     {
-                        i++;
-                        continue;
+                        int end = i + 1;
+                        while (end < list.segmentCount() && list.owner(end) == owner)
+                        {
+                            end++;
+                        }
+                        freed.add(takeOutOfUse(list, i, end - i));
+                        i = end;
                     }
-                    int end = i + 1;
-                    while (end < list.segmentCount() && list.owner(end) == owner)
-                    {
-                        end++;
-                    }
-                    freed.add(takeOutOfUse(list, i, end - i));
-                    i = end;
                 }
+            }
+            if (!freed.isEmpty())
+            {
+                notifyFree(freed);
             }
             return freed;
         }
@@ -324,7 +291,7 @@ public final class MemoryManager implements AutoCloseable
     /**
      * Step 3 of freeing: unmaps the range (back to reserved address space) and gives its pages back to the
      * system, then makes its segments free for allocation. Call exactly once per {@link FreedRange}, after
-     * the memory free event, and without holding the memory lock: the unmap and the hole punch run with no
+     * {@link #free} returned it, and without holding the memory lock: the unmap and the hole punch run with no
      * lock held, so that slow page release never stalls lookups or allocations. A no-op after {@link #close}.
      *
      * @param range what {@link #free} or {@link #freeAllOwnedBy} returned.
@@ -337,17 +304,17 @@ public final class MemoryManager implements AutoCloseable
         lifecycleLock.readLock().lock();
         try
         {
-            if (isClosed())
-            {
-                return;
-            }
-            final MemsegList list = lists[range.listIndex()];
             memoryLock.readLock().lock();
             try
             {
+                // closed is set under the memory lock, and cannot become true while the lifecycle lock is held
+                if (closed)
+                {
+                    return;
+                }
                 for (int i = range.firstSegment(); i < range.firstSegment() + range.segmentCount(); i++)
                 {
-                    if (!list.isReleasing(i))
+                    if (!lists[range.listIndex()].isReleasing(i))
                     {
                         throw new IllegalStateException("release of " + range + ": segment " + i +
                             " is not being freed (released twice?)");
@@ -358,7 +325,7 @@ public final class MemoryManager implements AutoCloseable
             {
                 memoryLock.readLock().unlock();
             }
-
+            final MemsegList list = lists[range.listIndex()];
             list.unmapAndPunch(range.firstSegment(), range.segmentCount());
 
             memoryLock.writeLock().lock();
@@ -378,45 +345,53 @@ public final class MemoryManager implements AutoCloseable
     }
 
     /**
+     * Runs {@code use} on the chunk around {@code address} with the memory lock held for reading: the chunk
+     * stays true until {@code use} returns, since no allocation or free can run meanwhile (DPDK's
+     * {@code rte_mcfg_mem_read_lock} around {@code rte_memseg_contig_walk}). {@code use} must not allocate or
+     * free: a read lock cannot be upgraded, and both fail rather than deadlock.
+     *
+     * @param address    any address.
+     * @param contiguous true for the maximal run of allocated segments around it ({@link #contiguousChunk}),
+     *                   false for its one segment ({@link #segmentOf}).
+     * @param use        given the chunk, or null when the address is not in an allocated segment.
+     * @return what {@code use} returned.
+     */
+    public <T> T withChunk(final long address, final boolean contiguous, final Function<Chunk, T> use)
+    {
+        memoryLock.readLock().lock();
+        try
+        {
+            return use.apply(contiguous ? contiguousChunk(address) : segmentOf(address));
+        }
+        finally
+        {
+            memoryLock.readLock().unlock();
+        }
+    }
+
+    /**
      * The maximal run of allocated segments (of any owners) around {@code address} within its list: the
      * virtually contiguous chunk the MR engine registers, as {@code rte_memseg_contig_walk} finds it in DPDK.
-     * Chunks never span lists. Call with {@link #memoryLock()} held (read or write) and keep holding it while
+     * Chunks never span lists. Call with the memory lock held (read or write) and keep holding it while
      * using the answer: it is only true while no allocation or free can run.
      *
      * @param address any address.
      * @return the chunk, or null when the address is not in an allocated segment.
      */
-    public Chunk contiguousChunk(final long address)
+    Chunk contiguousChunk(final long address)
     {
         final Chunk single = segmentOf(address);
-        if (null == single)
-        {
-            return null;
-        }
-        final MemsegList list = list(single.listIndex());
-        final int segment = single.firstSegment();
-        int first = segment;
-        while (first > 0 && list.isAllocated(first - 1))
-        {
-            first--;
-        }
-        int last = segment;
-        while (last + 1 < list.segmentCount() && list.isAllocated(last + 1))
-        {
-            last++;
-        }
-        return new Chunk(list.index(), first, last - first + 1, list.segmentAddress(first),
-            list.segmentAddress(last + 1));
+        return null == single ? null : lists[single.listIndex()].chunkAround(single.firstSegment());
     }
 
     /**
      * The single allocated segment holding {@code address} (the MR engine's fallback when the chunk changed
-     * under it). Call with {@link #memoryLock()} held.
+     * under it). Call with the memory lock held.
      *
      * @param address any address.
      * @return the segment as a one-segment chunk, or null when the address is not in an allocated segment.
      */
-    public Chunk segmentOf(final long address)
+    Chunk segmentOf(final long address)
     {
         assert holdsMemoryLock() : "segmentOf needs the memory lock";
         final MemsegList list = listOf(address);
@@ -425,11 +400,7 @@ public final class MemoryManager implements AutoCloseable
             return null;
         }
         final int segment = list.segmentIndex(address);
-        if (!list.isAllocated(segment))
-        {
-            return null;
-        }
-        return new Chunk(list.index(), segment, 1, list.segmentAddress(segment), list.segmentAddress(segment + 1));
+        return list.isAllocated(segment) ? list.chunkOf(segment, segment) : null;
     }
 
     /**
@@ -441,9 +412,7 @@ public final class MemoryManager implements AutoCloseable
         return lists[index];
     }
 
-    /**
-     * @return number of lists.
-     */
+    /** @return number of lists. */
     public int listCount()
     {
         return lists.length;
@@ -464,41 +433,31 @@ public final class MemoryManager implements AutoCloseable
         return offset - index * listStride < listLength ? lists[index] : null;
     }
 
-    /**
-     * @return bytes in allocated segments (freed segments stop counting at {@link #free}).
-     */
+    /** @return bytes in allocated segments (freed segments stop counting at {@link #free}). */
     public long bytesAllocated()
     {
         return allocatedBytes;
     }
 
-    /**
-     * @return bytes all lists hold together: {@code --max-memory}.
-     */
+    /** @return bytes all lists hold together: {@code --max-memory}. */
     public long capacity()
     {
         return capacity;
     }
 
-    /**
-     * @return bytes per segment.
-     */
+    /** @return bytes per segment. */
     public long segmentSize()
     {
         return segmentSize;
     }
 
-    /**
-     * @return bytes per list: the largest possible allocation.
-     */
+    /** @return bytes per list: the largest possible allocation. */
     public long listLength()
     {
         return listLength;
     }
 
-    /**
-     * @return first address of list 0.
-     */
+    /** @return first address of list 0. */
     public long baseVirtaddr()
     {
         return baseVirtaddr;
@@ -513,17 +472,13 @@ public final class MemoryManager implements AutoCloseable
         return baseVirtaddr + (lists.length - 1) * listStride + listLength;
     }
 
-    /**
-     * @return the hugetlbfs directory the lists are backed from, or empty for tmpfs.
-     */
+    /** @return the hugetlbfs directory the lists are backed from, or empty for tmpfs. */
     public Optional<Path> hugeDir()
     {
         return hugeDir;
     }
 
-    /**
-     * Unmaps every list and deletes the backing files; waits for releases in flight. Idempotent.
-     */
+    /** Unmaps every list and deletes the backing files; waits for releases in flight. Idempotent. */
     public void close()
     {
         lifecycleLock.writeLock().lock();
@@ -561,58 +516,6 @@ public final class MemoryManager implements AutoCloseable
             " of " + Sizes.format(capacity) + "}";
     }
 
-    /**
-     * Removes backing files that dead daemons left in a hugetlbfs directory, where they would hold huge pages
-     * until reboot. A file is stale when no one holds its {@code flock}: every live list holds its own.
-     *
-     * @param dir a hugetlbfs directory.
-     * @return files removed.
-     */
-    static int removeStaleBackingFiles(final Path dir)
-    {
-        int removed = 0;
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir))
-        {
-            for (final Path file : files)
-            {
-                if (!HUGE_FILE.matcher(file.getFileName().toString()).matches())
-                {
-                    continue;
-                }
-                final int fd;
-                try
-                {
-                    fd = Posix.open(file.toString(), Posix.O_RDWR | Posix.O_CLOEXEC, 0);
-                }
-                catch (final MrdException ex)
-                {
-                    continue;
-                }
-                try
-                {
-                    if (Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB) == 0)
-                    {
-                        Files.deleteIfExists(file);
-                        removed++;
-                    }
-                }
-                catch (final IOException ignore)
-                {
-                    // not ours to remove after all (permissions): leave it
-                }
-                finally
-                {
-                    Posix.close(fd);
-                }
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // an unreadable directory fails clearly when the first list is created in it
-        }
-        return removed;
-    }
-
     private FreedRange takeOutOfUse(final MemsegList list, final int first, final int n)
     {
         list.markReleasing(first, n);
@@ -621,55 +524,15 @@ public final class MemoryManager implements AutoCloseable
         return new FreedRange(list.index(), first, n, list.segmentAddress(first), bytes);
     }
 
-    private void mapRun(final MemsegList list, final int first, final int n, final long length)
-    {
-        try
-        {
-            list.map(first, n);
-        }
-        catch (final MrdException ex)
-        {
-            if (list.isHugetlbfs() && (ex.code() == ErrorCode.ENOMEM || ex.code() == ErrorCode.EINVAL))
-            {
-                // No silent fallback to tmpfs mid-run: secondaries and tools were told at start where the
-                // memory lives, and the operator should learn that the pool is too small.
-                throw new MrdException(ErrorCode.ENOMEM, "cannot allocate " + Sizes.format(length) + " (" + n +
-                    " huge pages of " + Sizes.format(list.pageSize()) + ") from hugetlbfs at " + hugeDir.orElseThrow() +
-                    ": hugetlbfs ran out of pages (" + HugePages.describePool() + "); add pages with '" +
-                    HugePages.SETUP_SCRIPT + " <pages>' or 'echo <pages> > " +
-                    "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages' as root, or start the daemon " +
-                    "without --huge-dir to use tmpfs (" + ex.getMessage() + ")", ex);
-            }
-            throw ex;
-        }
-    }
-
     /**
-     * A tmpfs that fills up does not fail the mapping: the first write to an unbacked page kills the writer
-     * with SIGBUS. Checking the free space first turns the common case (a small /dev/shm) into an ENOMEM.
-     * The check is approximate: pages allocated but not yet touched are not counted as used.
+     * Under the write lock, as DPDK calls its memory event callbacks under the hotplug lock: the segments and
+     * everything built on them change together.
      */
-    private static void checkBackingSpace(final MemsegList list, final long length, final long bytes)
+    private void notifyFree(final List<FreedRange> ranges)
     {
-        if (list.isHugetlbfs())
+        for (final MemoryEventListener listener : listeners)
         {
-            return;
-        }
-        final long usable;
-        try
-        {
-            usable = Files.getFileStore(list.backingPath()).getUsableSpace();
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            return;
-        }
-        if (usable < bytes)
-        {
-            throw new MrdException(ErrorCode.ENOMEM, "cannot allocate " + Sizes.format(length) + ": the file " +
-                "system of " + list.backingPath().getParent() + " has only " + Sizes.format(usable) +
-                " free to back " + Sizes.format(bytes) + "; free memory there, enlarge it (e.g. 'mount -o " +
-                "remount,size=<n>G /dev/shm') or use huge pages (" + HugePages.SETUP_SCRIPT + ")");
+            listener.onFree(ranges);
         }
     }
 
@@ -697,11 +560,6 @@ public final class MemoryManager implements AutoCloseable
             " every " + Sizes.hex(listStride) + ", ending at " + Sizes.hex(endVirtaddr());
     }
 
-    private static String ownerName(final int owner)
-    {
-        return owner == OWNER_DAEMON ? "the daemon" : "client " + owner;
-    }
-
     private static void checkOwner(final int owner)
     {
         if (owner <= 0)
@@ -716,19 +574,6 @@ public final class MemoryManager implements AutoCloseable
         if (closed)
         {
             throw new MrdException(ErrorCode.ENODEV, "the daemon's memory has been released: it is shutting down");
-        }
-    }
-
-    private boolean isClosed()
-    {
-        memoryLock.readLock().lock();
-        try
-        {
-            return closed;
-        }
-        finally
-        {
-            memoryLock.readLock().unlock();
         }
     }
 
@@ -747,50 +592,5 @@ public final class MemoryManager implements AutoCloseable
     private boolean holdsMemoryLock()
     {
         return memoryLock.getReadHoldCount() > 0 || memoryLock.isWriteLockedByCurrentThread();
-    }
-
-    private static long hugePageSize(final Path dir)
-    {
-        return HugePages.mountOf(dir).filter(HugePages.Mount::isHugetlbfs).map(HugePages.Mount::pageSize)
-            .orElse(HugePages.PAGE_SIZE_2M);
-    }
-
-    private void validate(final MemoryConfig config, final long pageSize)
-    {
-        if (segmentSize < pageSize || Long.bitCount(segmentSize) != 1)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "segment size " + Sizes.format(segmentSize) +
-                " must be a power of two and at least the backing page size " + Sizes.format(pageSize));
-        }
-        if (config.listCount() < 1 || config.listCount() > config.layout().memsegListCount())
-        {
-            throw new MrdException(ErrorCode.EINVAL, "list count " + config.listCount() +
-                " must be between 1 and the control file's " + config.layout().memsegListCount());
-        }
-        if (segmentsPerList < 1 || segmentsPerList > config.layout().segmentsPerList())
-        {
-            throw new MrdException(ErrorCode.EINVAL, "segments per list " + segmentsPerList +
-                " must be between 1 and the control file's " + config.layout().segmentsPerList());
-        }
-        final long lastRecordEnd = (long)config.layout().memsegListOffset(config.listCount() - 1) +
-            config.layout().memsegListRecordLength();
-        if (lastRecordEnd > config.control().capacity())
-        {
-            throw new MrdException(ErrorCode.EINVAL, "the control buffer (" + config.control().capacity() +
-                " bytes) ends before the last memseg list record (" + lastRecordEnd + ")");
-        }
-        if (baseVirtaddr <= 0 || (baseVirtaddr & (segmentSize - 1)) != 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "--base-virtaddr " + Sizes.hex(baseVirtaddr) +
-                " must be a positive multiple of the segment size " + Sizes.format(segmentSize));
-        }
-        final double end = baseVirtaddr + (double)config.listCount() * listStride(segmentsPerList, segmentSize);
-        if (end > USER_VA_END)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "--base-virtaddr " + Sizes.hex(baseVirtaddr) + " with " +
-                config.listCount() + " lists of " + Sizes.format(segmentsPerList * segmentSize) +
-                " (placed " + Sizes.format(listStride(segmentsPerList, segmentSize)) + " apart) ends past " +
-                Sizes.hex(USER_VA_END) + ", the end of user address space: lower --base-virtaddr or --max-memory");
-        }
     }
 }

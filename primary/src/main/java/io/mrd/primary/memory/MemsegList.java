@@ -8,9 +8,7 @@ import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import org.agrona.MutableDirectBuffer;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 import static io.mrd.layout.MemsegListDescriptor.OWNER_FREE;
@@ -103,7 +101,7 @@ public final class MemsegList
         Posix.reserve(baseVa, length);
         try
         {
-            fd = openBackingFile(this.backingPath, length);
+            fd = BackingFiles.open(this.backingPath, length);
         }
         catch (final RuntimeException ex)
         {
@@ -121,48 +119,6 @@ public final class MemsegList
         for (int i = 0; i < segmentCount; i++)
         {
             record.segment(i, OWNER_FREE, 0);
-        }
-    }
-
-    /**
-     * Creates or takes over the backing file and sizes it, sparse.
-     * <p>
-     * The file is locked ({@code flock LOCK_EX}) for the list's lifetime before it is truncated: a file of a
-     * live daemon (a pid reused in another pid namespace sharing the hugetlbfs mount) is then refused instead
-     * of truncated under that daemon's mappings, and a file nobody holds a lock on is known to be stale
-     * (DPDK clears its hugepage directory the same way).
-     */
-    private static int openBackingFile(final Path path, final long length)
-    {
-        final int fd = Posix.open(path.toString(), Posix.O_RDWR | Posix.O_CREAT | Posix.O_CLOEXEC, 0660);
-        boolean locked = false;
-        try
-        {
-            final int errno = Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB);
-            if (errno == Posix.EWOULDBLOCK)
-            {
-                throw new MrdException(ErrorCode.EBUSY, "backing file " + path +
-                    " is in use by another mrd daemon: give each daemon its own --dir or --huge-dir");
-            }
-            if (errno != 0)
-            {
-                throw Posix.failure(errno, "flock(" + path + ")");
-            }
-            locked = true;
-            // Drop whatever a dead daemon left in the file, then size it: sparse, so unallocated segments
-            // cost nothing.
-            Posix.ftruncate(fd, 0);
-            Posix.ftruncate(fd, length);
-            return fd;
-        }
-        catch (final RuntimeException ex)
-        {
-            Posix.close(fd);
-            if (locked)
-            {
-                deleteQuietly(path);
-            }
-            throw ex;
         }
     }
 
@@ -318,6 +274,77 @@ public final class MemsegList
         return segmentCount - allocatedSegments - releasingSegments;
     }
 
+    /**
+     * Checks that {@code [address, address + length)} may be freed by {@code owner}: it starts on a segment
+     * boundary, ends inside this list, and every segment is allocated and, unless the daemon frees, owned by
+     * {@code owner}.
+     *
+     * @throws MrdException EINVAL or EPERM naming the address, the segment and what is wrong with it.
+     */
+    void checkFreeable(final long address, final long length, final int owner)
+    {
+        if (((address - baseVa) & (segmentSize - 1)) != 0)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) +
+                ": the address is not segment-aligned (segments are " + Sizes.format(segmentSize) +
+                "; the segment holding it starts at " + Sizes.hex(Sizes.alignDown(address, segmentSize)) + ")");
+        }
+        if (length <= 0 || length > endVa() - address)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "cannot free " + length + " bytes at " +
+                Sizes.hex(address) + ": the length must be positive and the range must end inside list " +
+                index + " (which ends at " + Sizes.hex(endVa()) + ")");
+        }
+        final int first = segmentIndex(address);
+        final int n = (int)((length + segmentSize - 1) >>> segmentShift);
+        for (int i = first; i < first + n; i++)
+        {
+            if (!isAllocated(i))
+            {
+                throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) + " (" +
+                    Sizes.format(length) + "): segment " + i + " of list " + index + " at " +
+                    Sizes.hex(segmentAddress(i)) + " is not allocated");
+            }
+            if (owner != MemsegListDescriptor.OWNER_DAEMON && owner(i) != owner)
+            {
+                throw new MrdException(ErrorCode.EPERM, "cannot free " + Sizes.hex(address) + " (" +
+                    Sizes.format(length) + ") for " + ownerName(owner) + ": segment " + i + " at " +
+                    Sizes.hex(segmentAddress(i)) + " is owned by " + ownerName(owner(i)));
+            }
+        }
+    }
+
+    /**
+     * @return the maximal run of allocated segments (of any owners) around {@code segment}, an allocated one.
+     */
+    Chunk chunkAround(final int segment)
+    {
+        int first = segment;
+        while (first > 0 && isAllocated(first - 1))
+        {
+            first--;
+        }
+        int last = segment;
+        while (last + 1 < segmentCount && isAllocated(last + 1))
+        {
+            last++;
+        }
+        return chunkOf(first, last);
+    }
+
+    /**
+     * @return segments {@code [first, last]} as a chunk.
+     */
+    Chunk chunkOf(final int first, final int last)
+    {
+        return new Chunk(index, first, last - first + 1, segmentAddress(first), segmentAddress(last + 1));
+    }
+
+    private static String ownerName(final int owner)
+    {
+        return owner == MemsegListDescriptor.OWNER_DAEMON ? "the daemon" : "client " + owner;
+    }
+
     boolean isReleasing(final int segment)
     {
         return owner[segment] == OWNER_RELEASING;
@@ -403,12 +430,9 @@ public final class MemsegList
     }
 
     /**
-     * Fix (found by the reliability soak, cli/.../reliability/SoakTest, as an {@code mrd check} violation
-     * "allocatedSegments says N but N+k segments have an owner"): the control file shows releasing segments
-     * with their old owner until {@link #markFree}, so the count it shows must include them. Publishing
-     * {@code allocatedSegments} alone from {@link #markAllocated} while a free of k segments was between
-     * {@link #markReleasing} and {@link #markFree} left the file inconsistent for as long as that free took
-     * (its deregistration, unmap and hole punch; tens of ms on a loaded machine).
+     * The count the control file shows: it shows releasing segments with their old owner until
+     * {@link #markFree}, so its count must include them, or {@code mrd check} would find more segments with
+     * an owner than the count says for as long as a free takes (its deregistration, unmap and hole punch).
      */
     private int publishedAllocated()
     {
@@ -483,7 +507,7 @@ public final class MemsegList
         {
             closed = true;
             Posix.munmapQuietly(baseVa, length);
-            deleteQuietly(backingPath);
+            BackingFiles.deleteQuietly(backingPath);
             // Unlocks last, so that a daemon cleaning stale files never sees this one unlocked and present.
             Posix.close(fd);
         }
@@ -492,18 +516,6 @@ public final class MemsegList
     boolean isClosed()
     {
         return closed;
-    }
-
-    private static void deleteQuietly(final Path path)
-    {
-        try
-        {
-            Files.deleteIfExists(path);
-        }
-        catch (final IOException ignore)
-        {
-            // the next daemon on this directory truncates it before use
-        }
     }
 
     public String toString()

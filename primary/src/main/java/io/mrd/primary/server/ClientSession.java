@@ -8,6 +8,7 @@ import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
+import io.mrd.layout.sys.Posix;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
@@ -38,16 +39,13 @@ import java.util.stream.IntStream;
  * from there ({@code writeAndFlush} is thread-safe; replies carry their request's correlation id, so their
  * order does not matter).
  * <p>
- * <b>REG_EXTERNAL.</b> The fd cannot travel in the byte stream: Netty reads bytes with {@code read()}, and the
- * kernel drops the fds of a message read that way. So on REG_EXTERNAL the session stops Netty reading
- * ({@code autoRead} off), answers {@code SEND_FD} with the request's correlation id, and reads the next message
- * itself with {@code recvmsg} ({@link UnixRights}), polling on the event loop until it arrives: it must be one
- * byte carrying exactly one fd. Then Netty reads again and the registration runs on a worker. Anything else
- * (bytes between REG_EXTERNAL and the fd, a byte without an fd, several fds, nothing within
- * {@link #FD_TIMEOUT_MS}) is EPROTO and the connection is closed. An fd sent when none is expected needs no
- * handling: Netty reads its message as one stray byte and the kernel closes the fd (nothing leaks); the byte
- * shifts the stream, so the next frame is refused EPROTO (or, rarely, its shifted length is plausible and it
- * waits incomplete until the client gives up).
+ * <b>REG_EXTERNAL.</b> Its fd cannot travel in the byte stream: the session answers {@code SEND_FD} and waits
+ * for one byte carrying exactly one fd ({@link PendingFd}). Then Netty reads again and the registration runs
+ * on a worker. Anything else (bytes between REG_EXTERNAL and the fd, a byte without an fd, several fds,
+ * nothing within {@link PendingFd#TIMEOUT_MS}) is EPROTO and the connection is closed. An fd sent when none
+ * is expected needs no handling: Netty reads its message as one stray byte and the kernel closes the fd
+ * (nothing leaks); the byte shifts the stream, so the next frame is refused EPROTO (or, rarely, its shifted
+ * length is plausible and it waits incomplete until the client gives up).
  * <p>
  * <b>Close.</b> The client's memory is reclaimed once the connection is closed and its last request in flight
  * has finished, so a request that was allocating when the client died cannot leave memory behind.
@@ -56,14 +54,10 @@ final class ClientSession extends ChannelInboundHandlerAdapter
 {
     /** A connection must say HELLO within this. */
     static final long HELLO_TIMEOUT_MS = 10_000;
-    /** The fd of a REG_EXTERNAL must arrive within this after SEND_FD (the client's request timeout is 5 s). */
-    static final long FD_TIMEOUT_MS = 5_000;
     /** Requests one connection may have running or queued; more are answered EAGAIN. */
     static final int MAX_IN_FLIGHT = 256;
 
     private static final Logger LOG = LoggerFactory.getLogger(ClientSession.class);
-    private static final long FIRST_FD_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
-    private static final long MAX_FD_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final MrdServer server;
     private final EpollDomainSocketChannel channel;
@@ -85,24 +79,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
     private String name = "";
     private ScheduledFuture<?> helloTimer;
     private PendingFd pendingFd;
-
-    /**
-     * A REG_EXTERNAL whose fd has not arrived yet.
-     */
-    private static final class PendingFd
-    {
-        final long correlationId;
-        final long length;
-        final long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FD_TIMEOUT_MS);
-        long delayNanos = FIRST_FD_POLL_NANOS;
-        ScheduledFuture<?> poll;
-
-        PendingFd(final long correlationId, final long length)
-        {
-            this.correlationId = correlationId;
-            this.length = length;
-        }
-    }
+    private final FdOutcome fdOutcome = new FdOutcome();
 
     /**
      * A request's work on a worker.
@@ -188,7 +165,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             {
                 // Netty read although told not to (the peer hung up and the kernel said so): the stream is
                 // broken either way.
-                protocolError(pendingFd.correlationId, MessageType.REG_EXTERNAL,
+                protocolError(pendingFd.correlationId(), MessageType.REG_EXTERNAL,
                     "bytes arrived while waiting for the fd of REG_EXTERNAL: send one byte carrying the fd, nothing else");
                 return;
             }
@@ -213,7 +190,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             {
                 if (in.isReadable())
                 {
-                    protocolError(pendingFd.correlationId, MessageType.REG_EXTERNAL, in.readableBytes() +
+                    protocolError(pendingFd.correlationId(), MessageType.REG_EXTERNAL, in.readableBytes() +
                         " bytes followed REG_EXTERNAL: send nothing between REG_EXTERNAL and its fd");
                     return;
                 }
@@ -328,69 +305,48 @@ final class ClientSession extends ChannelInboundHandlerAdapter
 
     private void awaitFd()
     {
-        final PendingFd pending = pendingFd;
-        channel.config().setAutoRead(false);
-        channel.writeAndFlush(server.encode(channel, pending.correlationId,
-            new Message.Status(MessageType.SEND_FD, ErrorCode.OK, ""))).addListener((ChannelFutureListener)f ->
-            {
-                if (f.isSuccess())
-                {
-                    pollFd(pending);
-                }
-                else
-                {
-                    // nothing would ever read this connection again
-                    channel.close();
-                }
-            });
+        pendingFd.start(channel, server.encode(channel, pendingFd.correlationId(),
+            new Message.Status(MessageType.SEND_FD, ErrorCode.OK, "")), fdOutcome);
     }
 
-    private void pollFd(final PendingFd pending)
+    /**
+     * What becomes of a REG_EXTERNAL's fd.
+     */
+    private final class FdOutcome implements PendingFd.Session
     {
-        if (pendingFd != pending || closing || !channel.isOpen())
+        public boolean awaits(final PendingFd pending)
         {
-            return;
+            return pendingFd == pending && !closing;
         }
-        switch (UnixRights.receiveOneFd(channel.fd().intValue()))
-        {
-            case UnixRights.Received received ->
-            {
-                pendingFd = null;
-                resumeReading();
-                final int id = clientId;
-                final int fd = received.fd();
-                submit(pending.correlationId, MessageType.REG_EXTERNAL, new Work()
-                {
-                    public Message.Reply run()
-                    {
-                        return server.handler().registerExternal(pending.length, fd, id);
-                    }
 
-                    public void abandon()
-                    {
-                        UnixRights.close(fd);
-                    }
-                }, null);
-            }
-            case UnixRights.NotYet notYet ->
+        public void received(final PendingFd pending, final int fd)
+        {
+            pendingFd = null;
+            resumeReading();
+            final int id = clientId;
+            submit(pending.correlationId(), MessageType.REG_EXTERNAL, new Work()
             {
-                if (System.nanoTime() - pending.deadlineNanos > 0)
+                public Message.Reply run()
                 {
-                    protocolError(pending.correlationId, MessageType.REG_EXTERNAL, "no fd arrived within " +
-                        FD_TIMEOUT_MS + " ms of SEND_FD: send one byte carrying the fd (sendmsg with SCM_RIGHTS)");
-                    return;
+                    return server.handler().registerExternal(pending.length(), fd, id);
                 }
-                pending.poll = channel.eventLoop().schedule(() -> pollFd(pending), pending.delayNanos,
-                    TimeUnit.NANOSECONDS);
-                pending.delayNanos = Math.min(pending.delayNanos * 2, MAX_FD_POLL_NANOS);
-            }
-            case UnixRights.Closed gone ->
-            {
-                pendingFd = null;
-                channel.close();
-            }
-            case UnixRights.Refused refused -> protocolError(pending.correlationId, MessageType.REG_EXTERNAL,
-                refused.reason());
+
+                public void abandon()
+                {
+                    Posix.close(fd);
+                }
+            }, null);
+        }
+
+        public void refused(final PendingFd pending, final String why)
+        {
+            protocolError(pending.correlationId(), MessageType.REG_EXTERNAL, why);
+        }
+
+        public void peerClosed(final PendingFd pending)
+        {
+            pendingFd = null;
+            channel.close();
         }
     }
 
@@ -593,9 +549,9 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             helloTimer.cancel(false);
             helloTimer = null;
         }
-        if (null != pendingFd && null != pendingFd.poll)
+        if (null != pendingFd)
         {
-            pendingFd.poll.cancel(false);
+            pendingFd.cancel();
         }
     }
 

@@ -12,6 +12,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.RunDirectory;
+import io.mrd.primary.external.ExternalMemory;
 import io.mrd.primary.mr.MrEngine;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -78,7 +79,7 @@ public final class MrdServer implements AutoCloseable
     private final PeerPolicy peerPolicy;
     private final ClientTable clients;
     private final RequestHandler handler;
-    private final ExternalWindow window;
+    private final ExternalMemory external;
     private final RefusalLog refusals;
     private final Runnable onStop;
     private final ThreadPoolExecutor workers;
@@ -101,7 +102,7 @@ public final class MrdServer implements AutoCloseable
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop,
-        final ExternalWindow window)
+        final ExternalMemory external)
     {
         this.socketFile = runDirectory.socketFile();
         this.controlFilePath = runDirectory.controlFile().toAbsolutePath().toString();
@@ -110,8 +111,8 @@ public final class MrdServer implements AutoCloseable
         this.errorLog = errorLog;
         this.peerPolicy = new PeerPolicy(Posix.getuid(), context.allowGids());
         this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
-        this.window = window;
-        this.handler = new RequestHandler(engine, window);
+        this.external = external;
+        this.handler = new RequestHandler(engine, external);
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
@@ -151,16 +152,16 @@ public final class MrdServer implements AutoCloseable
             throw new MrdException(ErrorCode.EINVAL, "socket path " + socket + " is longer than " + MAX_SOCKET_PATH +
                 " bytes, the limit of a Unix socket address: choose a shorter --dir");
         }
-        final ExternalWindow window = new ExternalWindow(controlFile.header().externalBase(),
-            controlFile.header().externalLength());
+        final ExternalMemory external = new ExternalMemory(controlFile.header().externalBase(),
+            controlFile.header().externalLength(), engine);
         final MrdServer server;
         try
         {
-            server = new MrdServer(context, runDirectory, controlFile, engine, counters, errorLog, onStop, window);
+            server = new MrdServer(context, runDirectory, controlFile, engine, counters, errorLog, onStop, external);
         }
         catch (final RuntimeException ex)
         {
-            window.close();
+            external.close();
             throw ex;
         }
         try
@@ -227,7 +228,7 @@ public final class MrdServer implements AutoCloseable
         }
         ioGroup.scheduleAtFixedRate(refusals::flush, 1, 1, TimeUnit.SECONDS);
         LOG.info("listening on {} ({} workers, external window [{}, {}))", socketFile, workers.getMaximumPoolSize(),
-            Sizes.hex(window.base()), Sizes.hex(window.base() + window.length()));
+            Sizes.hex(external.base()), Sizes.hex(external.base() + external.length()));
     }
 
     public Path socketFile()
@@ -256,7 +257,7 @@ public final class MrdServer implements AutoCloseable
      */
     public long externalBytesInUse()
     {
-        return window.bytesInUse();
+        return external.bytesInUse();
     }
 
     PeerPolicy peerPolicy()
@@ -434,7 +435,7 @@ public final class MrdServer implements AutoCloseable
             {
                 LOG.warn("cannot remove {}: {}", socketFile, ex.toString());
             }
-            window.close();
+            external.close();
         }
     }
 }

@@ -89,7 +89,7 @@ class HugePagesTest
             try
             {
                 assertEquals(0, Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB));
-                assertEquals(1, MemoryManager.removeStaleBackingFiles(dir));
+                assertEquals(1, BackingFiles.removeStale(dir));
             }
             finally
             {

@@ -58,7 +58,7 @@ class CacheOverflowTest
             assertTrue(f.secondaryView.header().cacheOverflow(), "the secondaries see the flag");
             assertTrue(f.counter(MrdCounter.CACHE_OVERFLOWS) >= 1, "CACHE_OVERFLOWS counter");
             assertEquals(MRS, f.activeMrs().size());
-            assertFalse(f.engine.rebuildIfOverflowed(), "a rebuild cannot fit " + MRS + " chunks");
+            assertFalse(f.rebuildIfOverflowed(), "a rebuild cannot fit " + MRS + " chunks");
             f.checkInvariants();
 
             for (int i = 0; i < MRS; i++)
@@ -87,7 +87,7 @@ class CacheOverflowTest
             }
             assertTrue(f.devGen() >= devGen + (MRS - 10), "devGen grew on every free");
             assertFalse(f.overflow(), "the overflow flag is cleared once a rebuild fits\n" + f.describe());
-            assertTrue(f.engine.rebuildIfOverflowed());
+            assertTrue(f.rebuildIfOverflowed());
             assertEquals(10, f.cacheEntries().size(), "the cache holds every chunk again\n" + f.describe());
             f.checkInvariants();
             for (int i = 0; i < MRS; i++)

@@ -169,7 +169,6 @@ final class EngineFixture implements AutoCloseable
                 .baseVirtaddr(options.base())
                 .segmentSize(options.segmentSize())
                 .providerName(options.provider().name());
-            ctl.header().cacheLen(SortedTable.clear(ctl.buffer(), layout.cacheOffset()));
             counters = new DaemonCounters(ctl);
             errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
             memory = new MemoryManager(new MemoryConfig(options.base(), options.segmentSize(), options.lists(),
@@ -275,6 +274,22 @@ final class EngineFixture implements AutoCloseable
     boolean overflow()
     {
         return ctl.header().cacheOverflow();
+    }
+
+    /**
+     * Rebuilds the global cache when it has overflowed, through a cache writer of its own: the test is the only
+     * thread calling the engine meanwhile, so the engine's cache lock is not needed.
+     *
+     * @return true when the cache now holds every chunk.
+     */
+    boolean rebuildIfOverflowed()
+    {
+        if (overflow())
+        {
+            final GlobalCacheWriter writer = new GlobalCacheWriter(ctl, counters);
+            writer.write(writer::rebuild);
+        }
+        return !overflow();
     }
 
     /**

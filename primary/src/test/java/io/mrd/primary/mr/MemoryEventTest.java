@@ -6,6 +6,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
+import io.mrd.primary.memory.MemoryLocks;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -89,8 +90,7 @@ class MemoryEventTest
                 }
                 seenAtDeregistration.add(MrDescriptor.stateName(f.state(slot)));
                 seenAtDeregistration.add("seqlock " + ((f.ctl.seqLock().sequence() & 1) != 0 ? "held" : "free"));
-                seenAtDeregistration.add("memory lock " + (f.memory.memoryLock().isWriteLocked() ||
-                    f.memory.memoryLock().getReadHoldCount() > 0 ? "held" : "free"));
+                seenAtDeregistration.add("memory lock " + (MemoryLocks.held(f.memory) ? "held" : "free"));
                 seenAtDeregistration.add("cache " + (null == f.secondaryLookup(a.address()) ? "clear" : "holds it"));
                 // Another thread can take the cache lock: the engine does not hold it across deregistration.
                 final CompletableFuture<Boolean> other = CompletableFuture.supplyAsync(

@@ -1,4 +1,4 @@
-package io.mrd.primary.server;
+package io.mrd.primary.external;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;

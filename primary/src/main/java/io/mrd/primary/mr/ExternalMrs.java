@@ -1,0 +1,149 @@
+package io.mrd.primary.mr;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.MrDescriptor;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.DaemonCounters;
+import io.mrd.primary.provider.Access;
+import io.mrd.primary.provider.Registrar;
+import io.mrd.primary.provider.Registration;
+
+import java.util.List;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * The MRs over external memory (the reference's {@code mlx5_create_mr_ext}): one MR per registered range, with
+ * no memory-segment list behind it, so no memory free event reaches it; it goes when its owner deregisters it
+ * or dies. They live in the one MR table and global cache, so that lookups find them like any MR, and are
+ * changed under the engine's cache lock and in the cache writer's write sections like any MR.
+ * <p>
+ * The memory itself (the window it is mapped in, the client's fd) is {@code io.mrd.primary.external}'s.
+ */
+final class ExternalMrs
+{
+    private final MrEngine engine;
+    private final Lock cacheLock;
+    private final MrTable table;
+    private final GlobalCacheWriter cache;
+    private final Registrar registrar;
+    private final DaemonCounters counters;
+    private final MrEntry scratch = new MrEntry();
+
+    ExternalMrs(
+        final MrEngine engine,
+        final Lock cacheLock,
+        final MrTable table,
+        final GlobalCacheWriter cache,
+        final Registrar registrar,
+        final DaemonCounters counters)
+    {
+        this.engine = engine;
+        this.cacheLock = cacheLock;
+        this.table = table;
+        this.cache = cache;
+        this.registrar = registrar;
+        this.counters = counters;
+    }
+
+    /**
+     * Registers {@code [address, address + length)} as one MR. Registers under the cache lock, as a create
+     * does, so that an overlapping create waits for it; never under the seqlock.
+     *
+     * @throws MrdException EINVAL for an empty or unaligned range, EEXIST when it overlaps a registered chunk.
+     */
+    MrEntry register(final long address, final long length, final int owner)
+    {
+        if (length <= 0 || address <= 0 || address + length < address)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "external range at " + Sizes.hex(address) + " of " + length +
+                " bytes is empty or wraps");
+        }
+        engine.garbageCollect();
+        final int slot = table.take(address);
+        cacheLock.lock();
+        try
+        {
+            if (cache.lookup(address, scratch) || table.overlapsChunk(address, address + length))
+            {
+                table.release(slot);
+                throw new MrdException(ErrorCode.EEXIST, "external range [" + Sizes.hex(address) + ", " +
+                    Sizes.hex(address + length) + ") overlaps memory that is already registered");
+            }
+            final Registration registration;
+            try
+            {
+                registration = registrar.register(address, length, Access.DEFAULT);
+            }
+            catch (final RuntimeException ex)
+            {
+                table.release(slot);
+                throw ex;
+            }
+            engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner);
+            counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
+            return new MrEntry().set(address, address + length, registration.lkey(), slot);
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
+    }
+
+    /**
+     * Deregisters the external MR that starts at {@code address}: a memory free event for that range (the MR
+     * is detached, the cache rebuilt, devGen bumped), then the MR is collected with no lock held.
+     *
+     * @param owner the client asking; only the owner (or the daemon, {@link MemsegListDescriptor#OWNER_DAEMON})
+     *              may deregister.
+     * @throws MrdException ENOENT when no external MR starts there, EPERM when another client owns it.
+     */
+    void deregister(final long address, final int owner)
+    {
+        cacheLock.lock();
+        try
+        {
+            final int slot = table.findExternal(address);
+            if (slot < 0)
+            {
+                throw new MrdException(ErrorCode.ENOENT, "no external memory is registered at " + Sizes.hex(address));
+            }
+            final int holder = table.owner(slot);
+            if (owner != MemsegListDescriptor.OWNER_DAEMON && holder != owner)
+            {
+                throw new MrdException(ErrorCode.EPERM, "external memory at " + Sizes.hex(address) +
+                    " belongs to client " + holder + ", not " + owner);
+            }
+            cache.write(() ->
+            {
+                table.detach(slot);
+                cache.invalidate();
+            });
+            counters.increment(MrdCounter.MEMORY_EVENTS);
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
+        engine.garbageCollect();
+    }
+
+    /**
+     * @return the start addresses of the ACTIVE external MRs owned by {@code owner}.
+     */
+    List<Long> ownedBy(final int owner)
+    {
+        cacheLock.lock();
+        try
+        {
+            return table.externalsOwnedBy(owner);
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
+    }
+}
