@@ -18,6 +18,7 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -431,7 +432,7 @@ public final class MrdClient implements AutoCloseable
         {
             throw new MrdException(ErrorCode.EINVAL, "external memory length " + length + " must be positive");
         }
-        if (!UnixSocket.isOpen(fd))
+        if (!Posix.isOpen(fd))
         {
             // Checked first: once the daemon has asked for the descriptor, a failed send breaks the connection.
             throw new MrdException(ErrorCode.EBADF, "fd " + fd + " is not an open file descriptor: pass a memfd or " +
