@@ -281,7 +281,7 @@ public final class DaemonConnection implements AutoCloseable
             new MrdException(reason.code(), reason.getMessage());
     }
 
-    static String describe(final Message.Request request)
+    private static String describe(final Message.Request request)
     {
         return switch (request)
         {

@@ -15,10 +15,11 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The C library calls mrd needs and the JDK does not offer, bound through the
+ * The C library's memory and file calls mrd needs and the JDK does not offer, bound through the
  * Foreign Function &amp; Memory API: fixed-address {@code mmap} (both sides of a
  * mapping must agree on flags, so primary and secondaries share this class),
- * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}.
+ * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}, {@code fcntl}. Sockets are
+ * {@link UnixSocket}'s.
  * <p>
  * Every failure is an {@link MrdException} whose message names the call, its
  * arguments and the errno as name and text ({@code ENOMEM: Cannot allocate memory}).
@@ -106,7 +107,7 @@ public final class Posix
      * {@code mmap(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset)}, checking that the kernel
      * honoured the address (kernels before 4.17 treat the flag as a hint and map elsewhere).
      */
-    public static MemorySegment mapFixedNoReplace(
+    private static MemorySegment mapFixedNoReplace(
         final long address, final long length, final int prot, final int flags, final int fd, final long offset)
     {
         final long got = mmapRaw(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset);
@@ -314,10 +315,7 @@ public final class Posix
         return new MrdException(ErrorCode.of(errno), call + " failed: " + ErrorCode.describe(errno));
     }
 
-    /**
-     * @return the errno captured by the last call this thread made through this class.
-     */
-    public static int errno()
+    private static int errno()
     {
         return Libc.errno();
     }
