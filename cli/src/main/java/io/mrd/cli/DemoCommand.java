@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import picocli.CommandLine;
@@ -70,7 +71,7 @@ public final class DemoCommand implements Callable<Integer>
             run("start", "--dir", dir.toString(), "--max-memory", "1GiB", "--list-size", "256MiB");
             daemonStarted = true;
 
-            try (MrdClient client = MrdClient.attach(new MrdClient.Context().dir(dir).name("demo")))
+            try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("demo")))
             {
                 // Memory the demo itself holds, so the map below shows allocated and registered segments even
                 // after the workers have exited (their memory is reclaimed when they disconnect).

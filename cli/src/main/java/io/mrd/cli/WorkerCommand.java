@@ -6,6 +6,7 @@ import io.mrd.layout.ControlFile;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import picocli.CommandLine;
@@ -109,7 +110,7 @@ public final class WorkerCommand implements Callable<Integer>
         final PrintWriter err = spec.commandLine().getErr();
         final Path dir = dirOption.resolve();
         final long runSeed = null != seed ? seed : System.nanoTime();
-        final MrdClient.Context context = new MrdClient.Context().dir(dir)
+        final ClientContext context = new ClientContext().dir(dir)
             .name(null != name ? name : "worker-" + ProcessHandle.current().pid());
 
         try (MrdClient client = MrdClient.attach(context);

@@ -5,9 +5,13 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.SortedTable;
+import io.mrd.layout.WholeBuffer;
 import io.mrd.layout.sys.Sizes;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.UnsafeBuffer;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * A per-queue address→lkey cache: the reference's {@code mlx5_mr_ctrl} (top half and bottom half) in front of
@@ -82,7 +86,7 @@ public final class MrCache
      * @return the lkey of the MR holding the whole segment.
      * @see #lkey(long, long)
      */
-    public int lkey(final java.lang.foreign.MemorySegment segment)
+    public int lkey(final MemorySegment segment)
     {
         return lkey(segment.address(), segment.byteSize());
     }
@@ -143,12 +147,9 @@ public final class MrCache
     private int lookupBottomHalf(final long address, final long length)
     {
         final MrEntry entry = scratch;
-        final int index = SortedTable.lookup(bottom, 0, bottomLength, address);
-        if (index != SortedTable.NOT_FOUND)
+        if (SortedTable.find(bottom, 0, bottomLength, address, entry))
         {
             bottomHits++;
-            entry.set(SortedTable.start(bottom, 0, index), SortedTable.end(bottom, 0, index),
-                SortedTable.lkey(bottom, 0, index), SortedTable.mr(bottom, 0, index));
         }
         else
         {
@@ -212,24 +213,11 @@ public final class MrCache
      */
     private static int whole(final long address, final long length, final long end, final int lkey)
     {
-        // Unsigned: a negative length is huge and fails, and address + length cannot overflow.
-        if (Long.compareUnsigned(length, end - address) <= 0)
+        if (WholeBuffer.fits(address, length, end))
         {
             return lkey;
         }
-        throw straddles(address, length, end);
-    }
-
-    private static MrdException straddles(final long address, final long length, final long end)
-    {
-        if (length < 0)
-        {
-            return new MrdException(ErrorCode.EINVAL, "buffer at " + Sizes.hex(address) + " has a negative length " +
-                length);
-        }
-        return new MrdException(ErrorCode.EINVAL, "buffer [" + Sizes.hex(address) + ", " +
-            Sizes.hex(address + length) + ") straddles two MRs (entry ends at " + Sizes.hex(end) +
-            "): no single lkey covers it; split the buffer at " + Sizes.hex(end) + " or allocate it in one piece");
+        throw WholeBuffer.straddles(address, length, end);
     }
 
     /**
@@ -237,9 +225,9 @@ public final class MrCache
      */
     void flush(final long gen)
     {
-        java.util.Arrays.fill(topStart, 0);
-        java.util.Arrays.fill(topEnd, 0);
-        java.util.Arrays.fill(topLkey, CacheEntryDescriptor.NO_LKEY);
+        Arrays.fill(topStart, 0);
+        Arrays.fill(topEnd, 0);
+        Arrays.fill(topLkey, CacheEntryDescriptor.NO_LKEY);
         mru = 0;
         head = 0;
         bottomLength = SortedTable.clear(bottom, 0);

@@ -5,8 +5,8 @@ import io.mrd.layout.MrEntry;
 /**
  * Where a per-queue {@link MrCache} gets what its own two levels do not hold, and how it learns that they are
  * stale: the daemon's liveness, {@code devGen}, the global cache in the control file, and {@code CREATE_MR}.
- * {@link MrdClient} supplies the real one (one per cache, since the global-cache reader it wraps is
- * single-threaded); tests supply fakes.
+ * {@link MrdClient#newCache()} supplies the real one ({@code ClientSource}, one per cache, since the
+ * global-cache reader it wraps is single-threaded); tests supply fakes.
  */
 public interface MrSource
 {
@@ -24,8 +24,8 @@ public interface MrSource
     long devGen();
 
     /**
-     * Slow-path check before a request: reads the heartbeat and epoch now instead of trusting the background
-     * watchdog's last look.
+     * Slow-path check before a request: reads the heartbeat, the epoch and the control file's identity now
+     * instead of trusting the background watchdog's last look.
      *
      * @throws DaemonDeadException when the heartbeat is stale or closed or the epoch changed.
      */

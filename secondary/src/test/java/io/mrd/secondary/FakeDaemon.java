@@ -14,6 +14,7 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;

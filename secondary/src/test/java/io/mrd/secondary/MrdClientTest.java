@@ -49,7 +49,7 @@ final class MrdClientTest
 
     private MrdClient attach()
     {
-        return MrdClient.attach(new MrdClient.Context().dir(dir).name("test").requestTimeoutMs(2_000)
+        return MrdClient.attach(new ClientContext().dir(dir).name("test").requestTimeoutMs(2_000)
             .environment(Map.of()));
     }
 
@@ -148,7 +148,7 @@ final class MrdClientTest
     void unansweredRequestTimesOutNamingIt() throws Exception
     {
         daemon = new FakeDaemon(dir);
-        client = MrdClient.attach(new MrdClient.Context().dir(dir).requestTimeoutMs(300).environment(Map.of()));
+        client = MrdClient.attach(new ClientContext().dir(dir).requestTimeoutMs(300).environment(Map.of()));
         daemon.answerCreates = false;
         final MrCache cache = client.newCache();
         final MrdException ex = assertThrows(MrdException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
@@ -196,7 +196,7 @@ final class MrdClientTest
     {
         daemon = new FakeDaemon(dir);
         // A watchdog that never gets to look: only the slow path can notice.
-        client = MrdClient.attach(new MrdClient.Context().dir(dir).watchdogIntervalMs(3_600_000)
+        client = MrdClient.attach(new ClientContext().dir(dir).watchdogIntervalMs(3_600_000)
             .environment(Map.of()));
         final MrCache cache = client.newCache();
         daemon.freezeHeartbeat();
@@ -253,19 +253,19 @@ final class MrdClientTest
     @Test
     void contextResolvesFromTheEnvironment()
     {
-        final MrdClient.Context context = new MrdClient.Context().environment(Map.of(
+        final ClientContext context = new ClientContext().environment(Map.of(
             "MRD_DIR", "/tmp/some-mrd", "MRD_CLIENT_NAME", "worker-1", "MRD_REQUEST_TIMEOUT_MS", "750")).conclude();
         assertEquals(Path.of("/tmp/some-mrd"), context.dir());
         assertEquals("worker-1", context.name());
         assertEquals(750, context.requestTimeoutMs());
-        assertEquals(MrdClient.Context.DEFAULT_ATTACH_TIMEOUT_MS, context.attachTimeoutMs());
+        assertEquals(ClientContext.DEFAULT_ATTACH_TIMEOUT_MS, context.attachTimeoutMs());
         assertTrue(context.toString().contains("/tmp/some-mrd"));
 
         assertEquals(Path.of("/run/user/1/mrd"),
-            new MrdClient.Context().environment(Map.of("XDG_RUNTIME_DIR", "/run/user/1")).conclude().dir());
-        assertEquals(Path.of("/explicit"), new MrdClient.Context().dir(Path.of("/explicit"))
+            new ClientContext().environment(Map.of("XDG_RUNTIME_DIR", "/run/user/1")).conclude().dir());
+        assertEquals(Path.of("/explicit"), new ClientContext().dir(Path.of("/explicit"))
             .environment(Map.of("MRD_DIR", "/tmp/x")).conclude().dir());
-        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> new MrdClient.Context()
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> new ClientContext()
             .environment(Map.of("MRD_REQUEST_TIMEOUT_MS", "soon")).conclude()).code());
     }
 

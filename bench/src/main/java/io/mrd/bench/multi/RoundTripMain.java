@@ -1,8 +1,12 @@
 package io.mrd.bench.multi;
 
 import io.mrd.bench.fixture.AddressPattern;
+import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
-import io.mrd.secondary.BenchHooks;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.protocol.Message;
+import io.mrd.layout.sys.UnixSocket;
+import io.mrd.secondary.DaemonConnection;
 import io.mrd.secondary.MrdClient;
 import org.HdrHistogram.Histogram;
 
@@ -22,6 +26,10 @@ import java.util.Map;
  *   <li>{@code new}: allocate 2 MiB (not timed), {@code CREATE_MR} for it (timed: a real registration, which
  *       with the soft provider pins the pages), free it (not timed).</li>
  * </ul>
+ * The memory comes from an attached {@link MrdClient}; the requests go over a {@link DaemonConnection} of the
+ * benchmark's own, the client's request path (a client sends {@code CREATE_MR} only from a cache miss, and a
+ * cache never misses on an address the global cache holds).
+ * <p>
  * Prints a RESULT line with the percentiles in µs and writes each histogram's percentile distribution to
  * {@code OUT_DIR/create-<kind>.hgrm}.
  * <p>
@@ -40,12 +48,18 @@ public final class RoundTripMain
         final int existingCount = Integer.parseInt(args[2]);
         final int newCount = Integer.parseInt(args[3]);
         final Map<String, Object> result = new LinkedHashMap<>();
-        try (MrdClient client = MrdClient.attach(dir))
+        try (MrdClient client = MrdClient.attach(dir);
+            DaemonConnection connection = DaemonConnection.open(UnixSocket.connect(dir.resolve(MrdClient.SOCKET_FILE)),
+                "daemon pid " + client.daemonPid() + " in " + dir, dir, client.context().requestTimeoutMs(),
+                new DaemonConnection.Listener()
+                {
+                }))
         {
+            connection.hello("bench-round-trip");
             final MrEntry entry = new MrEntry();
             final MemorySegment memory = client.allocate(AddressPattern.CHUNK);
             final long address = memory.address() + 4096;
-            BenchHooks.createMr(client, address, AddressPattern.BUFFER_LENGTH, entry);
+            createMr(connection, address, AddressPattern.BUFFER_LENGTH, entry);
             final int lkey = entry.lkey;
 
             final Histogram existing = new Histogram(3_600_000_000_000L, 3);
@@ -53,7 +67,7 @@ public final class RoundTripMain
             for (int i = -warmup; i < existingCount; i++)
             {
                 final long start = System.nanoTime();
-                BenchHooks.createMr(client, address, AddressPattern.BUFFER_LENGTH, entry);
+                createMr(connection, address, AddressPattern.BUFFER_LENGTH, entry);
                 final long rtt = System.nanoTime() - start;
                 if (entry.lkey != lkey)
                 {
@@ -74,7 +88,7 @@ public final class RoundTripMain
             {
                 final MemorySegment segment = client.allocate(AddressPattern.CHUNK);
                 final long start = System.nanoTime();
-                BenchHooks.createMr(client, segment.address(), AddressPattern.BUFFER_LENGTH, entry);
+                createMr(connection, segment.address(), AddressPattern.BUFFER_LENGTH, entry);
                 final long rtt = System.nanoTime() - start;
                 client.free(segment);
                 if (i >= 0)
@@ -86,6 +100,19 @@ public final class RoundTripMain
             write(out.resolve("create-new.hgrm"), fresh);
         }
         System.out.println(Handshake.result(result));
+    }
+
+    /**
+     * {@code CREATE_MR(address, length)} and its reply, as a cache miss sends it.
+     */
+    private static void createMr(
+        final DaemonConnection connection, final long address, final long length, final MrEntry out)
+    {
+        if (!(connection.call(new Message.CreateMr(address, length)) instanceof Message.MrCreated created))
+        {
+            throw new MrdException(ErrorCode.EPROTO, "CREATE_MR was not answered with MR_CREATED");
+        }
+        out.set(created.start(), created.end(), created.lkey(), -1);
     }
 
     private static void put(final Map<String, Object> result, final String kind, final Histogram histogram)

@@ -4,7 +4,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
-import io.mrd.secondary.UnixSocket;
+import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.lang.foreign.Arena;

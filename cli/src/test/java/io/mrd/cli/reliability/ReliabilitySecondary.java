@@ -3,6 +3,7 @@ package io.mrd.cli.reliability;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.DaemonDeadException;
 import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.MrCache;
@@ -91,7 +92,7 @@ public final class ReliabilitySecondary
 
     private static MrdClient attach(final Path dir, final String name)
     {
-        return MrdClient.attach(new MrdClient.Context().dir(dir).name(name));
+        return MrdClient.attach(new ClientContext().dir(dir).name(name));
     }
 
     /** Writes a word into every segment, so a mapping that is not there faults here and now. */

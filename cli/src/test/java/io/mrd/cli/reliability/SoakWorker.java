@@ -3,6 +3,7 @@ package io.mrd.cli.reliability;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
@@ -83,7 +84,7 @@ public final class SoakWorker
         final long seconds = Long.parseLong(args[3]);
         final long seed = Long.parseLong(args[4]);
         final Runner[] runners;
-        try (MrdClient client = MrdClient.attach(new MrdClient.Context().dir(dir).name(name)))
+        try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name(name)))
         {
             final SoakWorker worker = new SoakWorker(client, name, threads, seconds);
             runners = new Runner[threads];

@@ -3,6 +3,7 @@ package io.mrd.cli.secondaries;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
@@ -165,7 +166,7 @@ public final class SecondaryDriver
         {
             case "attach" ->
             {
-                final MrdClient.Context context = new MrdClient.Context().dir(dir);
+                final ClientContext context = new ClientContext().dir(dir);
                 for (final String arg : args)
                 {
                     if (arg.startsWith("name="))

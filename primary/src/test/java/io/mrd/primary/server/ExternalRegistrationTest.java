@@ -68,7 +68,7 @@ class ExternalRegistrationTest
     {
         final long length = 3 * Sizes.MIB + 5;
         final long externalBase = fixture.daemon.controlFile().header().externalBase();
-        try (FdClient client = new FdClient(fixture.socket()))
+        try (RawClient client = fixture.connect())
         {
             assertEquals(ErrorCode.OK, client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "ext")).status());
             final Message.ExternalRegistered registered = register(client, 5, length);
@@ -114,7 +114,7 @@ class ExternalRegistrationTest
     @Test
     void lengthsThatCannotBeRegisteredAreRefusedBeforeAnyFd()
     {
-        try (FdClient client = new FdClient(fixture.socket()))
+        try (RawClient client = fixture.connect())
         {
             client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "ext"));
             final Message.Reply zero = client.request(2, new Message.RegExternal(0));
@@ -143,7 +143,7 @@ class ExternalRegistrationTest
     @Test
     void aByteWithoutAnFdIsAProtocolError()
     {
-        try (FdClient client = new FdClient(fixture.socket()))
+        try (RawClient client = fixture.connect())
         {
             client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "nofd"));
             assertEquals(MessageType.SEND_FD, client.request(2, new Message.RegExternal(Sizes.MIB)).type());
@@ -163,7 +163,7 @@ class ExternalRegistrationTest
     @Test
     void anFdNobodyAskedForIsDroppedAndBreaksTheFrame()
     {
-        try (FdClient client = new FdClient(fixture.socket()))
+        try (RawClient client = fixture.connect())
         {
             client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "stray"));
             client.sendFd(memfd);
@@ -175,7 +175,7 @@ class ExternalRegistrationTest
         assertEquals(1, fixture.counter(MrdCounter.PROTOCOL_ERRORS));
     }
 
-    private Message.ExternalRegistered register(final FdClient client, final long correlationId, final long length)
+    private Message.ExternalRegistered register(final RawClient client, final long correlationId, final long length)
     {
         final Message.Reply sendFd = client.request(correlationId, new Message.RegExternal(length));
         assertEquals(MessageType.SEND_FD, sendFd.type(), sendFd::message);

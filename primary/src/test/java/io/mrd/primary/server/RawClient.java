@@ -6,53 +6,58 @@ import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
+import io.mrd.layout.sys.UnixSocket;
+import io.mrd.secondary.ReplyReader;
 import org.agrona.concurrent.UnsafeBuffer;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
 
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The smallest client of the protocol, for tests: a JDK Unix socket, frames from {@link FrameCodec}, and a
- * reader thread that queues every reply frame and finally the end of the stream, so a test can wait for
- * either with a deadline.
+ * The smallest client of the protocol, for tests: the client library's {@link UnixSocket} (which can pass a
+ * file descriptor, {@code SCM_RIGHTS}, as REG_EXTERNAL expects after SEND_FD), frames from {@link FrameCodec}
+ * written as raw bytes (so that a test can send malformed ones), and the client's {@link ReplyReader}, whose
+ * thread queues every reply frame and finally the end of the stream, so a test can wait for either with a
+ * deadline.
  */
 final class RawClient implements AutoCloseable
 {
     /** Queued when the daemon closed the connection. */
     static final Object EOF = new Object();
 
-    private final SocketChannel channel;
+    private final UnixSocket socket;
     private final ReplyQueue received = new ReplyQueue();
-    private final Thread reader;
+    private final ReplyReader reader;
 
-    private RawClient(final SocketChannel channel)
+    private RawClient(final UnixSocket socket)
     {
-        this.channel = channel;
-        this.reader = Thread.ofPlatform().daemon(true).name("raw-client-reader").start(this::read);
+        this.socket = socket;
+        this.reader = ReplyReader.start(socket, "raw-client-reader", new ReplyReader.Handler()
+        {
+            public void onFrame(final Frame frame)
+            {
+                received.add(frame);
+            }
+
+            public void onEnd(final String how, final MrdException cause)
+            {
+                // A reset is the daemon closing with input unread; anything else (a reply the codec refuses)
+                // fails the test that waits for the next reply.
+                received.add(null == cause || cause.code() == ErrorCode.ECONNRESET ? EOF : cause);
+            }
+        });
     }
 
     static RawClient connect(final Path socket)
     {
-        try
-        {
-            final SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
-            channel.connect(UnixDomainSocketAddress.of(socket));
-            return new RawClient(channel);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
+        return new RawClient(UnixSocket.connect(socket));
     }
 
     static byte[] encode(final long correlationId, final Message message)
@@ -69,30 +74,25 @@ final class RawClient implements AutoCloseable
 
     void sendRaw(final byte[] bytes)
     {
-        try
+        try (Arena arena = Arena.ofConfined())
         {
-            final ByteBuffer buffer = ByteBuffer.wrap(bytes);
-            while (buffer.hasRemaining())
-            {
-                channel.write(buffer);
-            }
+            final MemorySegment out = arena.allocate(Math.max(1, bytes.length));
+            MemorySegment.copy(bytes, 0, out, JAVA_BYTE, 0, bytes.length);
+            socket.writeFully(out, 0, bytes.length);
         }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
+    }
+
+    /**
+     * Sends one byte carrying {@code fd} (the fd stays open here: the kernel passes a duplicate).
+     */
+    void sendFd(final int fd)
+    {
+        socket.sendFd(fd, (byte)0);
     }
 
     void shutdownOutput()
     {
-        try
-        {
-            channel.shutdownOutput();
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
+        socket.shutdownOutput();
     }
 
     /**
@@ -154,61 +154,10 @@ final class RawClient implements AutoCloseable
         return received.next();
     }
 
-    private void read()
-    {
-        final byte[] bytes = new byte[64 * 1024];
-        final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
-        int filled = 0;
-        try
-        {
-            while (true)
-            {
-                final int n = channel.read(ByteBuffer.wrap(bytes, filled, bytes.length - filled));
-                if (n < 0)
-                {
-                    received.add(EOF);
-                    return;
-                }
-                filled += n;
-                int at = 0;
-                while (true)
-                {
-                    final int length = FrameCodec.frameLength(buffer, at, filled - at);
-                    if (length < 0 || filled - at < length)
-                    {
-                        break;
-                    }
-                    received.add(FrameCodec.decodeReply(buffer, at, length));
-                    at += length;
-                }
-                System.arraycopy(bytes, at, bytes, 0, filled - at);
-                filled -= at;
-            }
-        }
-        catch (final IOException ex)
-        {
-            received.add(EOF);
-        }
-        catch (final MrdException ex)
-        {
-            received.add(ex);
-        }
-    }
-
     public void close()
     {
-        try
-        {
-            channel.close();
-            reader.join(5_000);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-        }
+        socket.shutdown();
+        reader.join();
+        socket.close();
     }
 }

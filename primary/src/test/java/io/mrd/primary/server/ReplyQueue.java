@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * What a test client's reader received, in order: decoded frames, {@link RawClient#EOF}, or the exception
- * that stopped it. Shared by {@link RawClient} and {@link FdClient}.
+ * that stopped it.
  */
 final class ReplyQueue
 {

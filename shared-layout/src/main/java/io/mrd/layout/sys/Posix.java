@@ -6,23 +6,20 @@ import io.mrd.layout.MrdException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The C library calls mrd needs and the JDK does not offer, bound through the
+ * The C library's memory and file calls mrd needs and the JDK does not offer, bound through the
  * Foreign Function &amp; Memory API: fixed-address {@code mmap} (both sides of a
  * mapping must agree on flags, so primary and secondaries share this class),
- * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}.
+ * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}, {@code fcntl}. Sockets are
+ * {@link UnixSocket}'s.
  * <p>
  * Every failure is an {@link MrdException} whose message names the call, its
  * arguments and the errno as name and text ({@code ENOMEM: Cannot allocate memory}).
@@ -64,14 +61,6 @@ public final class Posix
     public static final int EWOULDBLOCK = 11;
     public static final int EINTR = 4;
 
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final SymbolLookup LIBC = LINKER.defaultLookup();
-    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
-    private static final ThreadLocal<MemorySegment> CALL_STATE =
-        ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
-
     private static final MethodHandle MMAP = bind("mmap",
         FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
@@ -86,9 +75,12 @@ public final class Posix
     private static final MethodHandle FLOCK = bind("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle MEMFD_CREATE = bind("memfd_create",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle GETUID = bindNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
-    private static final MethodHandle GETGID = bindNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETUID = Libc.bindNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
+    private static final MethodHandle GETGID = Libc.bindNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
     private static final MethodHandle GETRLIMIT = bind("getrlimit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle FCNTL = bind("fcntl",
+        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final int F_GETFD = 1;
 
     /** RLIMIT_MEMLOCK's resource number on Linux. */
     public static final int RLIMIT_MEMLOCK = 8;
@@ -115,7 +107,7 @@ public final class Posix
      * {@code mmap(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset)}, checking that the kernel
      * honoured the address (kernels before 4.17 treat the flag as a hint and map elsewhere).
      */
-    public static MemorySegment mapFixedNoReplace(
+    private static MemorySegment mapFixedNoReplace(
         final long address, final long length, final int prot, final int flags, final int fd, final long offset)
     {
         final long got = mmapRaw(address, length, prot, flags | MAP_FIXED_NOREPLACE, fd, offset);
@@ -227,6 +219,15 @@ public final class Posix
         callInt(CLOSE, fd);
     }
 
+    /**
+     * @return true when {@code fd} is an open descriptor of this process ({@code fcntl(F_GETFD)}), so that it
+     * can be checked before a protocol exchange commits to sending it.
+     */
+    public static boolean isOpen(final int fd)
+    {
+        return fd >= 0 && callInt(FCNTL, fd, F_GETFD, 0) != -1;
+    }
+
     public static void ftruncate(final int fd, final long length)
     {
         if (callInt(FTRUNCATE, fd, length) != 0)
@@ -314,12 +315,9 @@ public final class Posix
         return new MrdException(ErrorCode.of(errno), call + " failed: " + ErrorCode.describe(errno));
     }
 
-    /**
-     * @return the errno captured by the last call this thread made through this class.
-     */
-    public static int errno()
+    private static int errno()
     {
-        return (int)ERRNO.get(CALL_STATE.get(), 0L);
+        return Libc.errno();
     }
 
     private static String range(final long address, final long length)
@@ -333,7 +331,7 @@ public final class Posix
         try
         {
             final MemorySegment result = (MemorySegment)MMAP.invokeExact(
-                CALL_STATE.get(), MemorySegment.ofAddress(address), length, prot, flags, fd, offset);
+                Libc.callState(), MemorySegment.ofAddress(address), length, prot, flags, fd, offset);
             return result.address();
         }
         catch (final Throwable t)
@@ -351,7 +349,7 @@ public final class Posix
                 return (int)handle.invokeWithArguments(args);
             }
             final Object[] withState = new Object[args.length + 1];
-            withState[0] = CALL_STATE.get();
+            withState[0] = Libc.callState();
             System.arraycopy(args, 0, withState, 1, args.length);
             return (int)handle.invokeWithArguments(withState);
         }
@@ -363,15 +361,6 @@ public final class Posix
 
     private static MethodHandle bind(final String name, final FunctionDescriptor descriptor, final Linker.Option... more)
     {
-        final Linker.Option[] options = new Linker.Option[more.length + 1];
-        options[0] = CAPTURE_ERRNO;
-        System.arraycopy(more, 0, options, 1, more.length);
-        return LINKER.downcallHandle(LIBC.find(name).orElseThrow(
-            () -> new IllegalStateException("libc has no " + name)), descriptor, options);
-    }
-
-    private static MethodHandle bindNoErrno(final String name, final FunctionDescriptor descriptor)
-    {
-        return LINKER.downcallHandle(LIBC.find(name).orElseThrow(), descriptor);
+        return Libc.bind(name, descriptor, more);
     }
 }

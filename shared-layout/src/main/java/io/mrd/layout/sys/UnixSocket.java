@@ -1,19 +1,15 @@
-package io.mrd.secondary;
+package io.mrd.layout.sys;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -29,21 +25,29 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * serialised by the caller. {@link #shutdown()} wakes a thread blocked in {@link #read}; {@link #close()} must
  * come after that thread has left, so that the descriptor number is never reused under it.
  * <p>
+ * The static {@link #receive} and {@link #peerGroups} serve a descriptor this class did not open (the daemon's
+ * Netty channels): the daemon reads a REG_EXTERNAL's descriptor and the peer's groups through them.
+ * <p>
  * Every failure is an {@link MrdException} naming the call and the errno as name and text, as
- * {@link io.mrd.layout.sys.Posix} reports them.
+ * {@link Posix} reports them. Layouts are those of LP64 Linux (x86-64 and arm64 agree).
  */
 @SuppressWarnings("restricted")
 public final class UnixSocket implements AutoCloseable
 {
-    static final int AF_UNIX = 1;
-    static final int SOCK_STREAM = 1;
-    static final int SOCK_CLOEXEC = 02000000;
-    static final int SOL_SOCKET = 1;
-    static final int SCM_RIGHTS = 1;
-    static final int MSG_NOSIGNAL = 0x4000;
-    static final int MSG_CMSG_CLOEXEC = 0x40000000;
-    static final int SHUT_RDWR = 2;
-    static final int EINTR = 4;
+    private static final int AF_UNIX = 1;
+    private static final int SOCK_STREAM = 1;
+    private static final int SOCK_CLOEXEC = 02000000;
+    private static final int SOL_SOCKET = 1;
+    private static final int SCM_RIGHTS = 1;
+    private static final int SO_PEERGROUPS = 59;
+    private static final int MSG_CTRUNC = 0x8;
+    private static final int MSG_DONTWAIT = 0x40;
+    private static final int MSG_NOSIGNAL = 0x4000;
+    private static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    private static final int SHUT_WR = 1;
+    private static final int SHUT_RDWR = 2;
+    private static final int EINTR = 4;
+    private static final int ERANGE = 34;
 
     /** {@code sizeof(sun_path)} on Linux: the longest socket path plus its NUL. */
     public static final int SUN_PATH_LENGTH = 108;
@@ -58,6 +62,7 @@ public final class UnixSocket implements AutoCloseable
     private static final long MSG_IOVLEN = 24;
     private static final long MSG_CONTROL = 32;
     private static final long MSG_CONTROLLEN = 40;
+    private static final long MSG_FLAGS = 48;
     private static final long MSGHDR_LENGTH = 56;
     // struct iovec { void *iov_base; size_t iov_len; }
     private static final long IOVEC_LENGTH = 16;
@@ -69,31 +74,30 @@ public final class UnixSocket implements AutoCloseable
     private static final long CMSG_LEN_ONE_FD = CMSG_DATA + Integer.BYTES;
     /** CMSG_SPACE(sizeof(int)). */
     private static final long CMSG_SPACE_ONE_FD = CMSG_DATA + 8;
+    /**
+     * Room for 60 fds when receiving: a sender of more than one is refused, and whatever fits is closed by the
+     * caller rather than leaked.
+     */
+    private static final long RECEIVE_CONTROL_LENGTH = CMSG_DATA + 60 * Integer.BYTES;
 
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final SymbolLookup LIBC = LINKER.defaultLookup();
-    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO =
-        CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final ThreadLocal<MemorySegment> CALL_STATE =
-        ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
-
-    private static final MethodHandle SOCKET = bind("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle SOCKET =
+        Libc.bind("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
     private static final MethodHandle SOCKETPAIR =
-        bind("socketpair", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
-    private static final MethodHandle CONNECT = bind("connect", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+        Libc.bind("socketpair", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    private static final MethodHandle CONNECT =
+        Libc.bind("connect", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SEND =
-        bind("send", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        Libc.bind("send", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle RECV =
-        bind("recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle SENDMSG = bind("sendmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle RECVMSG = bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle SHUTDOWN = bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle FCNTL = LINKER.downcallHandle(LIBC.find("fcntl").orElseThrow(),
-        FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.captureCallState("errno"),
-        Linker.Option.firstVariadicArg(2));
-    private static final int F_GETFD = 1;
+        Libc.bind("recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle SENDMSG =
+        Libc.bind("sendmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle RECVMSG =
+        Libc.bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final MethodHandle SHUTDOWN =
+        Libc.bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle GETSOCKOPT =
+        Libc.bind("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
 
     private final int fd;
     private final String peer;
@@ -130,12 +134,12 @@ public final class UnixSocket implements AutoCloseable
             int rc;
             do
             {
-                rc = (int)CONNECT.invokeExact(callState(), fd, address, 2 + name.length + 1);
+                rc = (int)CONNECT.invokeExact(Libc.callState(), fd, address, 2 + name.length + 1);
             }
-            while (rc != 0 && errno() == EINTR);
+            while (rc != 0 && Libc.errno() == EINTR);
             if (rc != 0)
             {
-                final int errno = errno();
+                final int errno = Libc.errno();
                 throw new MrdException(ErrorCode.of(errno), "connect(" + path + ") failed: " +
                     ErrorCode.describe(errno));
             }
@@ -143,8 +147,8 @@ public final class UnixSocket implements AutoCloseable
         }
         catch (final Throwable t)
         {
-            closeFd(fd);
-            throw rethrow(t);
+            Posix.close(fd);
+            throw Libc.rethrow(t);
         }
     }
 
@@ -156,10 +160,10 @@ public final class UnixSocket implements AutoCloseable
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment fds = arena.allocate(JAVA_INT, 2);
-            final int rc = (int)SOCKETPAIR.invokeExact(callState(), AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+            final int rc = (int)SOCKETPAIR.invokeExact(Libc.callState(), AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
             if (rc != 0)
             {
-                throw failure("socketpair(AF_UNIX, SOCK_STREAM)");
+                throw Posix.failure(Libc.errno(), "socketpair(AF_UNIX, SOCK_STREAM)");
             }
             return new UnixSocket[] {
                 new UnixSocket(fds.getAtIndex(JAVA_INT, 0), "socketpair"),
@@ -167,7 +171,7 @@ public final class UnixSocket implements AutoCloseable
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
     }
 
@@ -175,7 +179,7 @@ public final class UnixSocket implements AutoCloseable
      * Wraps a connected socket descriptor this class did not open (a test's server side); closing the wrapper
      * closes the descriptor.
      */
-    static UnixSocket wrap(final int fd, final String peer)
+    public static UnixSocket wrap(final int fd, final String peer)
     {
         return new UnixSocket(fd, peer);
     }
@@ -202,20 +206,20 @@ public final class UnixSocket implements AutoCloseable
             final long n;
             try
             {
-                n = (long)SEND.invokeExact(callState(), fd, source.asSlice(offset + done, length - done), length - done,
+                n = (long)SEND.invokeExact(Libc.callState(), fd, source.asSlice(offset + done, length - done), length - done,
                     MSG_NOSIGNAL);
             }
             catch (final Throwable t)
             {
-                throw rethrow(t);
+                throw Libc.rethrow(t);
             }
             if (n < 0)
             {
-                if (errno() == EINTR)
+                if (Libc.errno() == EINTR)
                 {
                     continue;
                 }
-                throw failure("send(" + peer + ", " + (length - done) + " bytes)");
+                throw Posix.failure(Libc.errno(), "send(" + peer + ", " + (length - done) + " bytes)");
             }
             done += n;
         }
@@ -234,19 +238,19 @@ public final class UnixSocket implements AutoCloseable
             final long n;
             try
             {
-                n = (long)RECV.invokeExact(callState(), fd, target.asSlice(offset, maxLength), (long)maxLength, 0);
+                n = (long)RECV.invokeExact(Libc.callState(), fd, target.asSlice(offset, maxLength), (long)maxLength, 0);
             }
             catch (final Throwable t)
             {
-                throw rethrow(t);
+                throw Libc.rethrow(t);
             }
             if (n >= 0)
             {
                 return (int)n;
             }
-            if (errno() != EINTR)
+            if (Libc.errno() != EINTR)
             {
-                throw failure("recv(" + peer + ")");
+                throw Posix.failure(Libc.errno(), "recv(" + peer + ")");
             }
         }
     }
@@ -280,32 +284,77 @@ public final class UnixSocket implements AutoCloseable
             msg.set(JAVA_LONG, MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
             while (true)
             {
-                final long n = (long)SENDMSG.invokeExact(callState(), fd, msg, MSG_NOSIGNAL);
+                final long n = (long)SENDMSG.invokeExact(Libc.callState(), fd, msg, MSG_NOSIGNAL);
                 if (n == 1)
                 {
                     return;
                 }
-                if (n < 0 && errno() == EINTR)
+                if (n < 0 && Libc.errno() == EINTR)
                 {
                     continue;
                 }
-                throw n < 0 ? failure("sendmsg(" + peer + ", SCM_RIGHTS fd " + fdToSend + ")") :
+                throw n < 0 ? Posix.failure(Libc.errno(), "sendmsg(" + peer + ", SCM_RIGHTS fd " + fdToSend + ")") :
                     new MrdException(ErrorCode.EIO, "sendmsg(" + peer + ") sent " + n + " bytes instead of 1");
             }
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
     }
 
     /**
-     * Receives one byte and the descriptor sent with it by {@link #sendFd} (close-on-exec set).
+     * Receives one byte and the descriptor sent with it by {@link #sendFd} (close-on-exec set), blocking until
+     * it comes. Descriptors beyond the first are closed.
      *
      * @return the new descriptor, or -1 when the byte came without one.
      * @throws MrdException EPIPE at end of stream, or with the errno when the receive fails.
      */
     public int receiveFd()
+    {
+        Receipt receipt;
+        do
+        {
+            receipt = receive(fd, true);
+        }
+        while (receipt.errno() == EINTR);
+        if (receipt.errno() != 0)
+        {
+            throw Posix.failure(receipt.errno(), "recvmsg(" + peer + ")");
+        }
+        if (receipt.bytes() == 0 && receipt.fds().length == 0)
+        {
+            throw new MrdException(ErrorCode.EPIPE, "recvmsg(" + peer + "): the peer closed the connection");
+        }
+        for (int i = 1; i < receipt.fds().length; i++)
+        {
+            Posix.close(receipt.fds()[i]);
+        }
+        return receipt.fds().length > 0 ? receipt.fds()[0] : -1;
+    }
+
+    /**
+     * What one {@code recvmsg} of one byte gave.
+     *
+     * @param bytes     bytes received: 1, 0 at end of stream, -1 when the call failed.
+     * @param fds       the descriptors that came with it ({@code SCM_RIGHTS}, close-on-exec set): the caller owns
+     *                  them, each must be closed or kept.
+     * @param truncated more descriptors came than there was room for ({@code MSG_CTRUNC}); the kernel closed
+     *                  those.
+     * @param errno     0, or the errno of the failed call ({@code EAGAIN} when nothing is there to read yet).
+     */
+    public record Receipt(long bytes, int[] fds, boolean truncated, int errno)
+    {
+    }
+
+    /**
+     * {@code recvmsg} of one byte and whatever descriptors come with it, on any connected stream socket, once
+     * ({@code EINTR} is returned, not retried).
+     *
+     * @param socketFd the connection; the caller makes sure nothing else reads it meanwhile.
+     * @param block    false for {@code MSG_DONTWAIT}: return {@code EAGAIN} instead of waiting.
+     */
+    public static Receipt receive(final int socketFd, final boolean block)
     {
         try (Arena arena = Arena.ofConfined())
         {
@@ -313,53 +362,89 @@ public final class UnixSocket implements AutoCloseable
             final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
             iov.set(ADDRESS, 0, data);
             iov.set(JAVA_LONG, 8, 1L);
-            final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
+            final MemorySegment control = arena.allocate(RECEIVE_CONTROL_LENGTH, 8);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
             msg.set(ADDRESS, MSG_IOV, iov);
             msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
             msg.set(ADDRESS, MSG_CONTROL, control);
-            msg.set(JAVA_LONG, MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
-            long n;
-            do
-            {
-                n = (long)RECVMSG.invokeExact(callState(), fd, msg, MSG_CMSG_CLOEXEC);
-            }
-            while (n < 0 && errno() == EINTR);
+            msg.set(JAVA_LONG, MSG_CONTROLLEN, RECEIVE_CONTROL_LENGTH);
+            final int flags = MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT);
+            final long n = (long)RECVMSG.invokeExact(Libc.callState(), socketFd, msg, flags);
             if (n < 0)
             {
-                throw failure("recvmsg(" + peer + ")");
+                return new Receipt(-1, new int[0], false, Libc.errno());
             }
-            if (n == 0)
+            final int[] fds = new int[(int)((RECEIVE_CONTROL_LENGTH - CMSG_DATA) / Integer.BYTES)];
+            int count = 0;
+            final long controlLength = Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH);
+            long at = 0;
+            while (at + CMSG_DATA <= controlLength)
             {
-                throw new MrdException(ErrorCode.EPIPE, "recvmsg(" + peer + "): the peer closed the connection");
+                final long length = control.get(JAVA_LONG, at);
+                if (length < CMSG_DATA || at + length > controlLength)
+                {
+                    break;
+                }
+                if (control.get(JAVA_INT, at + CMSG_LEVEL) == SOL_SOCKET &&
+                    control.get(JAVA_INT, at + CMSG_TYPE) == SCM_RIGHTS)
+                {
+                    for (long p = at + CMSG_DATA; p + Integer.BYTES <= at + length; p += Integer.BYTES)
+                    {
+                        fds[count++] = control.get(JAVA_INT, p);
+                    }
+                }
+                at += (length + 7) & ~7L;
             }
-            final long controlLength = msg.get(JAVA_LONG, MSG_CONTROLLEN);
-            if (controlLength >= CMSG_LEN_ONE_FD && control.get(JAVA_INT, CMSG_LEVEL) == SOL_SOCKET &&
-                control.get(JAVA_INT, CMSG_TYPE) == SCM_RIGHTS)
-            {
-                return control.get(JAVA_INT, CMSG_DATA);
-            }
-            return -1;
+            final boolean truncated = (msg.get(JAVA_INT, MSG_FLAGS) & MSG_CTRUNC) != 0;
+            return new Receipt(n, Arrays.copyOf(fds, count), truncated, 0);
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
     }
 
     /**
-     * @return true when {@code fd} is an open descriptor of this process ({@code fcntl(F_GETFD)}), so that it
-     * can be checked before a protocol exchange commits to sending it.
+     * @return the supplementary groups the peer had when it connected ({@code SO_PEERGROUPS}, Linux 4.13+),
+     * or an empty array when the kernel cannot say.
      */
-    public static boolean isOpen(final int fd)
+    public static int[] peerGroups(final int socketFd)
     {
-        try
+        int capacity = 64;
+        try (Arena arena = Arena.ofConfined())
         {
-            return fd >= 0 && (int)FCNTL.invokeExact(callState(), fd, F_GETFD, 0) != -1;
+            final MemorySegment length = arena.allocate(JAVA_INT);
+            for (int attempt = 0; attempt < 4; attempt++)
+            {
+                final MemorySegment groups = arena.allocate((long)capacity * Integer.BYTES, 4);
+                length.set(JAVA_INT, 0, capacity * Integer.BYTES);
+                final int rc = (int)GETSOCKOPT.invokeExact(Libc.callState(), socketFd, SOL_SOCKET, SO_PEERGROUPS,
+                    groups, length);
+                if (rc == 0)
+                {
+                    final int count = Math.min(length.get(JAVA_INT, 0) / Integer.BYTES, capacity);
+                    final int[] result = new int[count];
+                    for (int i = 0; i < count; i++)
+                    {
+                        result[i] = groups.getAtIndex(JAVA_INT, i);
+                    }
+                    return result;
+                }
+                if (Libc.errno() != ERANGE)
+                {
+                    return new int[0];
+                }
+                capacity = Math.max(capacity * 2, length.get(JAVA_INT, 0) / Integer.BYTES);
+                if (capacity > 65536)
+                {
+                    return new int[0];
+                }
+            }
+            return new int[0];
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
     }
 
@@ -369,13 +454,26 @@ public final class UnixSocket implements AutoCloseable
      */
     public void shutdown()
     {
+        shutdown(SHUT_RDWR);
+    }
+
+    /**
+     * {@code shutdown(SHUT_WR)}: the peer sees end of stream; this side can still read its answers.
+     */
+    public void shutdownOutput()
+    {
+        shutdown(SHUT_WR);
+    }
+
+    private void shutdown(final int how)
+    {
         try
         {
-            final int ignored = (int)SHUTDOWN.invokeExact(callState(), fd, SHUT_RDWR);
+            final int ignored = (int)SHUTDOWN.invokeExact(Libc.callState(), fd, how);
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
     }
 
@@ -387,7 +485,7 @@ public final class UnixSocket implements AutoCloseable
         if (!closed)
         {
             closed = true;
-            closeFd(fd);
+            Posix.close(fd);
         }
     }
 
@@ -400,63 +498,16 @@ public final class UnixSocket implements AutoCloseable
     {
         try
         {
-            final int fd = (int)SOCKET.invokeExact(callState(), AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            final int fd = (int)SOCKET.invokeExact(Libc.callState(), AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
             if (fd < 0)
             {
-                throw failure("socket(AF_UNIX, SOCK_STREAM)");
+                throw Posix.failure(Libc.errno(), "socket(AF_UNIX, SOCK_STREAM)");
             }
             return fd;
         }
         catch (final Throwable t)
         {
-            throw rethrow(t);
+            throw Libc.rethrow(t);
         }
-    }
-
-    private static void closeFd(final int fd)
-    {
-        try
-        {
-            final int ignored = (int)CLOSE.invokeExact(callState(), fd);
-        }
-        catch (final Throwable t)
-        {
-            throw rethrow(t);
-        }
-    }
-
-    private static MemorySegment callState()
-    {
-        return CALL_STATE.get();
-    }
-
-    private static int errno()
-    {
-        return (int)ERRNO.get(CALL_STATE.get(), 0L);
-    }
-
-    private static MrdException failure(final String call)
-    {
-        final int errno = errno();
-        return new MrdException(ErrorCode.of(errno), call + " failed: " + ErrorCode.describe(errno));
-    }
-
-    private static RuntimeException rethrow(final Throwable t)
-    {
-        if (t instanceof RuntimeException runtime)
-        {
-            return runtime;
-        }
-        if (t instanceof Error error)
-        {
-            throw error;
-        }
-        return new IllegalStateException("native socket call binding", t);
-    }
-
-    private static MethodHandle bind(final String name, final FunctionDescriptor descriptor)
-    {
-        return LINKER.downcallHandle(LIBC.find(name).orElseThrow(
-            () -> new IllegalStateException("libc has no " + name)), descriptor, Linker.Option.captureCallState("errno"));
     }
 }

@@ -1,8 +1,7 @@
-package io.mrd.secondary;
+package io.mrd.layout.sys;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.sys.Posix;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -139,9 +138,9 @@ final class UnixSocketTest
             assertEquals(42, first.get(JAVA_LONG, 8));
 
             assertThrows(MrdException.class, () -> pair[0].sendFd(-1, (byte)0));
-            assertTrue(UnixSocket.isOpen(memfd));
-            assertFalse(UnixSocket.isOpen(-1));
-            assertFalse(UnixSocket.isOpen(1 << 20));
+            assertTrue(Posix.isOpen(memfd));
+            assertFalse(Posix.isOpen(-1));
+            assertFalse(Posix.isOpen(1 << 20));
         }
         finally
         {

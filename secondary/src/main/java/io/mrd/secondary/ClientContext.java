@@ -1,0 +1,179 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * Every setting of a client with its default, filled from {@code MRD_*} environment variables for what is not
+ * set, checked by {@link #conclude()}, printed whole by {@link #toString()} (the client logs it at attach).
+ * <ul>
+ *   <li>{@code dir}: {@code MRD_DIR}, else {@code $XDG_RUNTIME_DIR/mrd}, else {@code /dev/shm/mrd-<uid>};</li>
+ *   <li>{@code name} (in the daemon's client table): {@code MRD_CLIENT_NAME}, else {@code pid-<pid>};</li>
+ *   <li>{@code requestTimeoutMs}: {@code MRD_REQUEST_TIMEOUT_MS}, else {@value #DEFAULT_REQUEST_TIMEOUT_MS};</li>
+ *   <li>{@code attachTimeoutMs} (waiting for a starting daemon): {@code MRD_ATTACH_TIMEOUT_MS}, else
+ *       {@value #DEFAULT_ATTACH_TIMEOUT_MS};</li>
+ *   <li>{@code watchdogIntervalMs} (how often the watchdog reads the heartbeat): {@code MRD_WATCHDOG_INTERVAL_MS},
+ *       else {@value #DEFAULT_WATCHDOG_INTERVAL_MS}.</li>
+ * </ul>
+ * A value set here wins over the environment. Durations are positive milliseconds.
+ */
+public final class ClientContext
+{
+    public static final long DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+    public static final long DEFAULT_ATTACH_TIMEOUT_MS = 5_000;
+    public static final long DEFAULT_WATCHDOG_INTERVAL_MS = 100;
+
+    public static final String MRD_CLIENT_NAME = "MRD_CLIENT_NAME";
+    public static final String MRD_REQUEST_TIMEOUT_MS = "MRD_REQUEST_TIMEOUT_MS";
+    public static final String MRD_ATTACH_TIMEOUT_MS = "MRD_ATTACH_TIMEOUT_MS";
+    public static final String MRD_WATCHDOG_INTERVAL_MS = "MRD_WATCHDOG_INTERVAL_MS";
+
+    /** A duration nobody set: {@link #conclude()} fills it from the environment or the default. */
+    private static final long UNSET = 0;
+
+    private Path dir;
+    private String name;
+    private long requestTimeoutMs = UNSET;
+    private long attachTimeoutMs = UNSET;
+    private long watchdogIntervalMs = UNSET;
+    private Map<String, String> environment;
+    private boolean concluded;
+
+    /** @param dir the daemon's run directory. */
+    public ClientContext dir(final Path dir)
+    {
+        this.dir = dir;
+        return this;
+    }
+
+    public Path dir()
+    {
+        return dir;
+    }
+
+    /** @param name this client's name in the daemon's client table (at most 32 bytes are kept). */
+    public ClientContext name(final String name)
+    {
+        this.name = name;
+        return this;
+    }
+
+    public String name()
+    {
+        return name;
+    }
+
+    /** @param value how long a request waits for its reply before it fails with ETIMEDOUT. */
+    public ClientContext requestTimeoutMs(final long value)
+    {
+        this.requestTimeoutMs = value;
+        return this;
+    }
+
+    public long requestTimeoutMs()
+    {
+        return requestTimeoutMs;
+    }
+
+    /** @param value how long attach waits for a starting daemon's control file and socket. */
+    public ClientContext attachTimeoutMs(final long value)
+    {
+        this.attachTimeoutMs = value;
+        return this;
+    }
+
+    public long attachTimeoutMs()
+    {
+        return attachTimeoutMs;
+    }
+
+    /** @param value how often the watchdog reads the daemon's heartbeat and epoch. */
+    public ClientContext watchdogIntervalMs(final long value)
+    {
+        this.watchdogIntervalMs = value;
+        return this;
+    }
+
+    public long watchdogIntervalMs()
+    {
+        return watchdogIntervalMs;
+    }
+
+    /** @param environment where {@code MRD_*} variables are read from (default: the process's). */
+    public ClientContext environment(final Map<String, String> environment)
+    {
+        this.environment = environment;
+        return this;
+    }
+
+    /**
+     * Fills what is unset from the environment and the defaults, and checks every value. Idempotent.
+     *
+     * @throws MrdException EINVAL naming the first wrong value and where it came from.
+     */
+    public ClientContext conclude()
+    {
+        if (concluded)
+        {
+            return this;
+        }
+        final Map<String, String> env = null == environment ? System.getenv() : environment;
+        dir = RunDirectoryPath.resolve(dir, env);
+        if (null == name || name.isBlank())
+        {
+            final String fromEnv = env.get(MRD_CLIENT_NAME);
+            name = null != fromEnv && !fromEnv.isBlank() ? fromEnv : "pid-" + ProcessHandle.current().pid();
+        }
+        requestTimeoutMs = positive("request timeout", requestTimeoutMs, env, MRD_REQUEST_TIMEOUT_MS,
+            DEFAULT_REQUEST_TIMEOUT_MS);
+        attachTimeoutMs = positive("attach timeout", attachTimeoutMs, env, MRD_ATTACH_TIMEOUT_MS,
+            DEFAULT_ATTACH_TIMEOUT_MS);
+        watchdogIntervalMs = positive("watchdog interval", watchdogIntervalMs, env, MRD_WATCHDOG_INTERVAL_MS,
+            DEFAULT_WATCHDOG_INTERVAL_MS);
+        concluded = true;
+        return this;
+    }
+
+    private static long positive(
+        final String what, final long value, final Map<String, String> env, final String key, final long fallback)
+    {
+        if (value != UNSET)
+        {
+            if (value < 0)
+            {
+                throw new MrdException(ErrorCode.EINVAL, what + " " + value + " ms must be positive");
+            }
+            return value;
+        }
+        final String text = env.get(key);
+        if (null == text || text.isBlank())
+        {
+            return fallback;
+        }
+        final long parsed;
+        try
+        {
+            parsed = Long.parseLong(text.trim());
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new MrdException(ErrorCode.EINVAL, key + "='" + text + "' is not a number of milliseconds");
+        }
+        if (parsed <= 0)
+        {
+            throw new MrdException(ErrorCode.EINVAL, key + "='" + text + "': the " + what +
+                " must be a positive number of milliseconds");
+        }
+        return parsed;
+    }
+
+    public String toString()
+    {
+        return "ClientContext{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
+            ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + "}";
+    }
+}

@@ -1,0 +1,70 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ControlHeader;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.GlobalCacheReader;
+import io.mrd.layout.MrEntry;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.protocol.Message;
+
+/**
+ * The {@link MrSource} of one of a client's caches: the client's watch for liveness, the control file for
+ * {@code devGen} and the global cache (through a reader of its own: readers are single-threaded), and the
+ * client's connection for {@code CREATE_MR}.
+ */
+final class ClientSource implements MrSource
+{
+    private final DaemonWatch watch;
+    private final ControlHeader header;
+    private final GlobalCacheReader reader;
+    private final DaemonConnection connection;
+
+    ClientSource(
+        final DaemonWatch watch, final ControlHeader header, final GlobalCacheReader reader,
+        final DaemonConnection connection)
+    {
+        this.watch = watch;
+        this.header = header;
+        this.reader = reader;
+        this.connection = connection;
+    }
+
+    public void ensureAlive()
+    {
+        watch.ensureAlive();
+    }
+
+    public long devGen()
+    {
+        return header.devGen();
+    }
+
+    public void checkLiveness()
+    {
+        watch.checkLiveness();
+    }
+
+    public boolean lookupGlobal(final long address, final MrEntry out)
+    {
+        try
+        {
+            return reader.lookup(address, out);
+        }
+        catch (final MrdException ex)
+        {
+            // EBUSY: the primary held the seqlock throughout; if it died inside it, say that instead.
+            watch.checkLiveness();
+            throw ex;
+        }
+    }
+
+    public void createMr(final long address, final long length, final MrEntry out)
+    {
+        final Message.Reply reply = connection.call(new Message.CreateMr(address, length));
+        if (!(reply instanceof Message.MrCreated created))
+        {
+            throw new MrdException(ErrorCode.EPROTO, "the daemon answered CREATE_MR with " + reply);
+        }
+        out.set(created.start(), created.end(), created.lkey(), -1);
+    }
+}

@@ -1,0 +1,305 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.ControlHeader;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.Heartbeat;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Sizes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+/**
+ * The client's watch on its daemon: whether the daemon it attached to is still the one running, and, once it
+ * is not, why. The daemon counts as gone when its heartbeat is stale or closed ({@link Heartbeat}, the rule
+ * every process applies), when the epoch in its header changed, or when its control file was removed or
+ * replaced (the file's identity is taken at attach).
+ * <p>
+ * Two checks: {@link #ensureAlive()}, one volatile read for the datapath, trusts what the watchdog thread, the
+ * connection and earlier checks found; {@link #checkLiveness()} looks now, before a request goes out. The
+ * first failure found is kept and thrown (as a fresh copy) by every later check.
+ * <p>
+ * In the daemon's own process (tests) the control file's identity is not checked: the daemon may replace it.
+ */
+final class DaemonWatch
+{
+    private static final Logger LOG = LoggerFactory.getLogger(DaemonWatch.class);
+
+    private final ClientContext context;
+    private final ControlFile controlFile;
+    private final ControlHeader header;
+    private final long epoch;
+    private final long daemonPid;
+    private final Object controlFileKey;
+    private final boolean inProcess;
+    private final Object stateLock = new Object();
+
+    private Thread watchdog;
+    private volatile Consumer<MrdException> onBroken = reason -> { };
+    private volatile boolean stopped;
+    private volatile String lastDaemonError;
+
+    /** Null while usable; else why not. */
+    private volatile MrdException broken;
+
+    /**
+     * Takes the daemon's identity now: its epoch, pid and control file.
+     */
+    DaemonWatch(final ClientContext context, final ControlFile controlFile)
+    {
+        this.context = context;
+        this.controlFile = controlFile;
+        this.header = controlFile.header();
+        this.epoch = header.epoch();
+        this.daemonPid = header.pid();
+        this.controlFileKey = fileKey(controlFile.path());
+        this.inProcess = daemonPid == ProcessHandle.current().pid();
+    }
+
+    long epoch()
+    {
+        return epoch;
+    }
+
+    long daemonPid()
+    {
+        return daemonPid;
+    }
+
+    /** @return true when the daemon runs in this process: its memory is mapped here already. */
+    boolean inProcess()
+    {
+        return inProcess;
+    }
+
+    /** @return who the client attached to, for messages: "daemon pid 42 in /run/mrd". */
+    String daemon()
+    {
+        return "daemon pid " + daemonPid + " in " + context.dir();
+    }
+
+    /**
+     * At attach, before the client holds anything of the daemon's: refuses a daemon that is already gone.
+     *
+     * @throws MrdException ECONNREFUSED: there is no daemon to attach to, start one.
+     */
+    void requireRunning()
+    {
+        final String death = deathReason();
+        if (null != death)
+        {
+            throw new MrdException(ErrorCode.ECONNREFUSED, "no daemon running in " + context.dir() + " (pid " +
+                daemonPid + " " + death + "): start one with 'mrd start --dir " + context.dir() + "'");
+        }
+    }
+
+    /**
+     * Starts the watchdog thread, which looks every {@link ClientContext#watchdogIntervalMs()}.
+     *
+     * @param onBroken told the reason once the client is broken by a look of this watch (not by
+     *                 {@link #lost}, whose caller acts on the reason it gets back).
+     */
+    void start(final Consumer<MrdException> onBroken)
+    {
+        this.onBroken = onBroken;
+        watchdog = new Thread(this::watchdogLoop, "mrd-client-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
+    /**
+     * The datapath check, one volatile read: throws once the daemon is known dead, stopped or restarted, or
+     * the client closed.
+     *
+     * @throws DaemonDeadException saying which (or EBADF once closed).
+     */
+    void ensureAlive()
+    {
+        final MrdException reason = broken;
+        if (null != reason)
+        {
+            throw DaemonConnection.copy(reason);
+        }
+    }
+
+    /**
+     * The full check: reads the heartbeat, the epoch and the control file's identity now; marks the client
+     * broken and throws when they say the daemon is gone.
+     */
+    void checkLiveness()
+    {
+        ensureAlive();
+        final String death = deathReason();
+        if (null != death)
+        {
+            markDead(death);
+            ensureAlive();
+        }
+    }
+
+    /** @return true once the daemon is known dead, stopped or restarted, or the client is closed. */
+    boolean isBroken()
+    {
+        return null != broken;
+    }
+
+    /** @return why the client is broken, or null. */
+    MrdException broken()
+    {
+        return broken;
+    }
+
+    /**
+     * Remembers the daemon's last ERROR reply: a death that follows it is reported with it.
+     */
+    void daemonError(final String error)
+    {
+        lastDaemonError = error;
+    }
+
+    /**
+     * The connection to the daemon is lost: the client is broken, for the reason the daemon's state gives if it
+     * gives one (a stale heartbeat says more than a reset connection), else for {@code how}.
+     *
+     * @return why the client is broken (an earlier reason, if it was already).
+     */
+    MrdException lost(final String how)
+    {
+        final String death = deathReason();
+        mark(null != death ? death : how);
+        return broken;
+    }
+
+    /**
+     * Stops the watchdog and marks the client closed (unless it was broken already).
+     *
+     * @return why calls fail from now on.
+     */
+    MrdException close()
+    {
+        synchronized (stateLock)
+        {
+            if (null == broken)
+            {
+                broken = new MrdException(ErrorCode.EBADF, "this client of the daemon in " + context.dir() +
+                    " is closed: attach again");
+            }
+        }
+        stopped = true;
+        if (null != watchdog)
+        {
+            LockSupport.unpark(watchdog);
+            boolean interrupted = false;
+            while (watchdog.isAlive())
+            {
+                try
+                {
+                    watchdog.join();
+                }
+                catch (final InterruptedException ex)
+                {
+                    interrupted = true;
+                }
+            }
+            if (interrupted)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return broken;
+    }
+
+    /**
+     * @return why the daemon is to be considered gone, or null when it looks alive.
+     */
+    private String deathReason()
+    {
+        final String death = Heartbeat.deathReason(header, System.currentTimeMillis());
+        if (null != death)
+        {
+            return death;
+        }
+        final long current = header.epoch();
+        if (current != epoch)
+        {
+            return "restarted (epoch changed from " + Sizes.hex(epoch) + " to " + Sizes.hex(current) + ")";
+        }
+        if (!inProcess)
+        {
+            final Object key = fileKey(controlFile.path());
+            if (!Objects.equals(key, controlFileKey))
+            {
+                return null == key ? "stopped (" + controlFile.path() + " was removed)" :
+                    "restarted (epoch changed: " + controlFile.path() + " was replaced by a new daemon's)";
+            }
+        }
+        return null;
+    }
+
+    private void markDead(final String reason)
+    {
+        if (mark(reason))
+        {
+            onBroken.accept(broken);
+        }
+    }
+
+    /** @return true when this marked the client broken, false when it was already. */
+    private boolean mark(final String reason)
+    {
+        final DaemonDeadException dead;
+        synchronized (stateLock)
+        {
+            if (null != broken)
+            {
+                return false;
+            }
+            final String error = lastDaemonError;
+            dead = new DaemonDeadException(daemon() + " " + reason +
+                (null == error ? "" : "; its last error: " + error) +
+                ": re-attach (start it again with 'mrd start --dir " + context.dir() + "' if it is not running)");
+            broken = dead;
+        }
+        LOG.warn("{}", dead.getMessage());
+        return true;
+    }
+
+    private void watchdogLoop()
+    {
+        final long intervalNs = TimeUnit.MILLISECONDS.toNanos(context.watchdogIntervalMs());
+        while (!stopped && null == broken)
+        {
+            LockSupport.parkNanos(this, intervalNs);
+            if (stopped)
+            {
+                return;
+            }
+            final String death = deathReason();
+            if (null != death)
+            {
+                markDead(death);
+            }
+        }
+    }
+
+    private static Object fileKey(final Path path)
+    {
+        try
+        {
+            return Files.readAttributes(path, BasicFileAttributes.class).fileKey();
+        }
+        catch (final IOException ex)
+        {
+            return null;
+        }
+    }
+}
