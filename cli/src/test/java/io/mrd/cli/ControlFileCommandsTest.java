@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.testing.PromtoolCheck;
 import io.mrd.testing.TestDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -362,7 +363,7 @@ final class ControlFileCommandsTest
             }
             else if (!line.startsWith("# ") && !line.isEmpty())
             {
-                assertTrue(line.matches("[a-zA-Z_:][a-zA-Z0-9_:]* -?[0-9.]+(E[0-9]+)?"), "not 'name value': " + line);
+                assertTrue(line.matches("[a-zA-Z_:][a-zA-Z0-9_:]* -?[0-9.]+(E-?[0-9]+)?"), "not 'name value': " + line);
                 final String[] parts = line.split(" ");
                 assertNull(samples.put(parts[0], (long)Double.parseDouble(parts[1])), "sample twice: " + line);
             }
@@ -371,7 +372,7 @@ final class ControlFileCommandsTest
         assertEquals(3L, samples.get("mrd_mrs_created_total"));
         assertEquals(1L, samples.get("mrd_up"));
         assertEquals(daemon.controlFile().header().devGen(), samples.get("mrd_dev_gen"));
-        assertTrue(samples.get("mrd_heartbeat_age_ms") >= 0);
+        assertTrue(samples.get("mrd_heartbeat_age_seconds") >= 0);
         assertEquals("counter", types.get("mrd_create_requests_total"));
         assertEquals("gauge", types.get("mrd_registered_bytes"));
         for (final String name : samples.keySet())
@@ -380,6 +381,7 @@ final class ControlFileCommandsTest
                 "a TYPE line for " + name);
         }
         samples.keySet().forEach(name -> assertTrue(name.startsWith("mrd_"), name));
+        PromtoolCheck.assertClean("mrd stat --prometheus", prometheus.out());
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.testing.ExternalTool;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -26,8 +26,9 @@ import java.util.Map;
  * <p>
  * Every {@link MrdCounter} becomes {@code mrd_<metricName>}: a counter when the name ends in {@code _total},
  * else a gauge. Three gauges are added: {@code mrd_up} (1 while the heartbeat is fresh), {@code
- * mrd_heartbeat_age_ms} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header; the
- * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated).
+ * mrd_heartbeat_age_seconds} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header; the
+ * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated). Names follow Prometheus' conventions
+ * (base units: seconds and bytes; {@code _total} for counters), which {@code promtool check metrics} enforces.
  */
 public final class MetricsText
 {
@@ -78,8 +79,8 @@ public final class MetricsText
         final boolean up = Heartbeat.isAlive(heartbeatAgeMs, Heartbeat.staleLimitMs(ctl.header()));
         metrics.add(gauge("up", "1 while the daemon's heartbeat is fresh, 0 when it is stale or the daemon closed",
             up ? 1 : 0));
-        metrics.add(gauge("heartbeat_age_ms", "milliseconds since the daemon's last heartbeat, -1 after a clean shutdown",
-            heartbeatAgeMs));
+        metrics.add(gauge("heartbeat_age_seconds", "seconds since the daemon's last heartbeat, -1 after a clean shutdown",
+            heartbeatAgeMs == Heartbeat.CLOSED ? -1 : heartbeatAgeMs / 1000.0));
         metrics.add(gauge("dev_gen", "devGen: bumped on every memory event that invalidates local caches",
             ctl.header().devGen()));
         for (final Map.Entry<MrdCounter, Long> entry : ctl.counters().entrySet())

@@ -1,6 +1,7 @@
 package io.mrd.primary;
 
 import io.mrd.layout.MrdCounter;
+import io.mrd.testing.PromtoolCheck;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -44,6 +45,7 @@ final class MetricsEndpointTest
                 body.contains("mrd_" + MrdCounter.BYTES_PINNED.metricName() + " 2.097152E6"), body);
             assertEquals(MetricsText.render(daemon.controlFile()).lines().filter(l -> l.startsWith("# TYPE")).count(),
                 body.lines().filter(l -> l.startsWith("# TYPE")).count(), "the same metrics as mrd stat --prometheus");
+            PromtoolCheck.assertClean("/metrics", body);
         }
     }
 }

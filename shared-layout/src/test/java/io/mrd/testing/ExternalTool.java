@@ -1,4 +1,4 @@
-package io.mrd.cli;
+package io.mrd.testing;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
