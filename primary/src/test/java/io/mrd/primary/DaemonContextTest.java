@@ -94,7 +94,8 @@ final class DaemonContextTest
                 DaemonContext.DEFAULT_MAX_PINNED, DaemonContext::maxPinned, "-"),
             new Row(DaemonSetting.ALLOW_GID, c -> c.allowGid(100), List.of(100), "200, 300", List.of(200, 300),
                 List.of(), DaemonContext::allowGids, "wheel"),
-            new Row(DaemonSetting.METRICS, c -> c.metrics(":9464"), Optional.of(new InetSocketAddress("127.0.0.1", 9464)),
+            new Row(DaemonSetting.METRICS, c -> c.metrics(":9464"),
+                Optional.of(new InetSocketAddress("127.0.0.1", 9464)),
                 "127.0.0.1:9465", Optional.of(new InetSocketAddress("127.0.0.1", 9465)), Optional.empty(),
                 DaemonContext::metricsAddress, "localhost:http"),
             new Row(DaemonSetting.FAIL_NTH, c -> c.failNth(3), 3, "5", 5, DaemonContext.DEFAULT_FAIL_NTH,
@@ -110,7 +111,8 @@ final class DaemonContextTest
     void theTableHasEverySetting()
     {
         assertEquals(EnumSet.allOf(DaemonSetting.class),
-            rows().stream().map(Row::setting).collect(Collectors.toCollection(() -> EnumSet.noneOf(DaemonSetting.class))));
+            rows().stream().map(Row::setting)
+                .collect(Collectors.toCollection(() -> EnumSet.noneOf(DaemonSetting.class))));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -192,7 +194,8 @@ final class DaemonContextTest
             new Refusal("base from the variable", c -> { }, Map.of("MRD_BASE_VIRTADDR", "0x7f0000000000"), List.of(
                 "--base-virtaddr 0x7f0000000000 must be a multiple of 1GiB below", "from MRD_BASE_VIRTADDR")),
             new Refusal("memory past the address space", c -> c.baseVirtaddr(0x7E00_0000_0000L).maxMemory(512 * GIB),
-                Map.of("MRD_LIST_SIZE", "16GiB"), List.of("memory from --base-virtaddr 0x7e0000000000 would reach", "past 0x7f0000000000",
+                Map.of("MRD_LIST_SIZE", "16GiB"), List.of("memory from --base-virtaddr 0x7e0000000000 would reach",
+                    "past 0x7f0000000000",
                     "--base-virtaddr as given", "--max-memory as given", "--max-external by default: give it, or " +
                     "set MRD_MAX_EXTERNAL")),
             new Refusal("memory not in segments", c -> { }, Map.of("MRD_MAX_MEMORY", "3MiB"), List.of(
@@ -257,12 +260,14 @@ final class DaemonContextTest
     @Test
     void variablesAreTheOptionNamesInCapitalsAsTheStartHelpSays()
     {
-        final Set<DaemonSetting> irregular = EnumSet.of(DaemonSetting.HEARTBEAT_INTERVAL, DaemonSetting.IBVERBS_LIBRARY);
+        final Set<DaemonSetting> irregular =
+            EnumSet.of(DaemonSetting.HEARTBEAT_INTERVAL, DaemonSetting.IBVERBS_LIBRARY);
         for (final DaemonSetting setting : DaemonSetting.values())
         {
             if (!irregular.contains(setting))
             {
-                assertEquals("MRD_" + setting.option().substring(2).toUpperCase().replace('-', '_'), setting.variable());
+                assertEquals("MRD_" + setting.option().substring(2).toUpperCase().replace('-', '_'),
+                    setting.variable());
             }
         }
         assertEquals("MRD_HEARTBEAT_INTERVAL_MS", DaemonSetting.HEARTBEAT_INTERVAL.variable());
