@@ -8,6 +8,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.RunDirectory;
+import io.mrd.primary.provider.ProviderConfig;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -18,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
@@ -26,6 +28,7 @@ import java.util.concurrent.Callable;
 @Command(
     name = "start",
     mixinStandardHelpOptions = true,
+    defaultValueProvider = StartCommand.Defaults.class,
     description = {
         "Start the primary daemon.",
         "Without --foreground it starts in the background, waits until the control file is published and the " +
@@ -34,6 +37,11 @@ import java.util.concurrent.Callable;
             "are removed and recreated."
     },
     footer = {
+        "",
+        "Every option but --foreground and --log-level can also be given by a variable: MRD_ and the option's " +
+            "name in capitals (MRD_MAX_MEMORY=4GiB is --max-memory 4GiB, MRD_ALLOW_GID=100,200 two --allow-gid), " +
+            "but MRD_HEARTBEAT_INTERVAL_MS for --heartbeat-interval. An option on the command line beats its " +
+            "variable, even when it repeats the default. MRD_IBVERBS_LIBRARY names the libibverbs to load.",
         "",
         "Examples:",
         "  mrd start --dir /tmp/mrd",
@@ -59,54 +67,61 @@ public final class StartCommand implements Callable<Integer>
 
     @Option(names = "--base-virtaddr", paramLabel = "ADDR", converter = SizeConverter.Address.class,
         description = "First virtual address of the memory-segment lists, a multiple of 1GiB " +
-            "(default: 0x100000000000). Secondaries map memory at the same addresses.")
-    Long baseVirtaddr;
+            "(default: ${DEFAULT-VALUE}). Secondaries map memory at the same addresses.")
+    long baseVirtaddr;
 
     @Option(names = "--max-memory", paramLabel = "SIZE", converter = SizeConverter.class,
-        description = "Total memory the daemon may hand out, e.g. 2GiB (default: 2GiB).")
-    Long maxMemory;
+        description = "Total memory the daemon may hand out, e.g. 4GiB (default: ${DEFAULT-VALUE}).")
+    long maxMemory;
 
     @Option(names = "--list-size", paramLabel = "SIZE", converter = SizeConverter.class,
-        description = "Size of one memory-segment list; lists are never virtually contiguous (default: 512MiB).")
-    Long listSize;
+        description = "Size of one memory-segment list; lists are never virtually contiguous " +
+            "(default: ${DEFAULT-VALUE}).")
+    long listSize;
 
     @Option(names = "--max-external", paramLabel = "SIZE", converter = SizeConverter.class,
-        description = "Address space reserved for external memory registered by secondaries (default: 1GiB).")
-    Long maxExternal;
+        description = "Address space reserved for external memory registered by secondaries " +
+            "(default: ${DEFAULT-VALUE}).")
+    long maxExternal;
 
-    @Option(names = "--max-mrs", paramLabel = "N", description = "Capacity of the MR table (default: 4096).")
-    Integer maxMrs;
+    @Option(names = "--max-mrs", paramLabel = "N",
+        description = "Capacity of the MR table (default: ${DEFAULT-VALUE}).")
+    int maxMrs;
 
     @Option(names = "--cache-capacity", paramLabel = "N",
-        description = "Entries of the global MR cache (default: 1048576; the file is sparse).")
-    Integer cacheCapacity;
+        description = "Entries of the global MR cache (default: ${DEFAULT-VALUE}; the file is sparse).")
+    int cacheCapacity;
 
-    @Option(names = "--max-clients", paramLabel = "N", description = "Secondaries connected at once (default: 256).")
-    Integer maxClients;
+    @Option(names = "--max-clients", paramLabel = "N",
+        description = "Secondaries connected at once (default: ${DEFAULT-VALUE}).")
+    int maxClients;
 
     @Option(names = "--worker-threads", paramLabel = "N",
         description = "Threads that serve requests (registrations are slow and never run on the socket's event " +
-            "loop; default: 4).")
-    Integer workerThreads;
+            "loop; default: ${DEFAULT-VALUE}).")
+    int workerThreads;
 
     @Option(names = "--heartbeat-interval", paramLabel = "MS",
-        description = "Milliseconds between heartbeats; every reader counts the daemon dead after " +
-            Heartbeat.STALE_INTERVALS + " intervals without one (default: " + Heartbeat.DEFAULT_INTERVAL_MS + ").")
-    Integer heartbeatIntervalMs;
+        description = "Milliseconds between heartbeats, " + Heartbeat.MIN_INTERVAL_MS + " to " +
+            Heartbeat.MAX_INTERVAL_MS + "; every reader counts the daemon dead after " + Heartbeat.STALE_INTERVALS +
+            " intervals without one (default: ${DEFAULT-VALUE}).")
+    int heartbeatIntervalMs;
 
-    @Option(names = "--provider", paramLabel = "NAME", description = "Registration provider: soft (default) or ibverbs.")
+    @Option(names = "--provider", paramLabel = "NAME",
+        description = "Registration provider: soft or ibverbs (default: ${DEFAULT-VALUE}).")
     String provider;
 
     @Option(names = "--device", paramLabel = "NAME", description = "RDMA device for --provider ibverbs (default: the first).")
     String device;
 
     @Option(names = "--max-pinned", paramLabel = "SIZE", converter = SizeConverter.class,
-        description = "Most memory registrations may pin, e.g. 1GiB (default: no mrd limit; RLIMIT_MEMLOCK applies).")
-    Long maxPinned;
+        description = "Most memory registrations may pin, e.g. 1GiB (default: ${DEFAULT-VALUE}, no mrd limit; " +
+            "RLIMIT_MEMLOCK applies).")
+    long maxPinned;
 
-    @Option(names = "--mr-ext-memseg", negatable = true, defaultValue = "true", fallbackValue = "true",
-        description = "Register the whole virtually contiguous chunk around an address (default), or, with " +
-            "--no-mr-ext-memseg, one 2MiB segment per MR.")
+    @Option(names = "--mr-ext-memseg", negatable = true, fallbackValue = "true",
+        description = "Register the whole virtually contiguous chunk around an address, or, with " +
+            "--no-mr-ext-memseg, one 2MiB segment per MR (default: ${DEFAULT-VALUE}).")
     boolean mrExtMemseg;
 
     @Option(names = "--allow-gid", paramLabel = "GID",
@@ -115,73 +130,117 @@ public final class StartCommand implements Callable<Integer>
 
     @Option(names = "--metrics", paramLabel = "HOST:PORT",
         description = "Serve the counters in Prometheus text format on http://HOST:PORT/metrics " +
-            "(a bare :PORT or PORT listens on 127.0.0.1 only).")
+            "(a bare :PORT or PORT listens on 127.0.0.1 only; default: off).")
     String metrics;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
     String logLevel;
 
     @Option(names = "--fail-nth", paramLabel = "N", hidden = true,
-        description = "Fault injection: fail the Nth registration (soft provider).")
-    Integer failNth;
+        description = "Fault injection: fail the Nth registration (soft provider; default: ${DEFAULT-VALUE}).")
+    int failNth;
 
     @Option(names = "--registration-latency", paramLabel = "MICROS", hidden = true,
-        description = "Fault injection: add this many microseconds to every registration (soft provider).")
-    Long registrationLatencyMicros;
+        description = "Fault injection: add this many microseconds to every registration (soft provider; " +
+            "default: ${DEFAULT-VALUE}).")
+    long registrationLatencyMicros;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    /**
+     * The defaults {@code --help} prints: {@link DaemonContext}'s own, so that help and daemon cannot disagree.
+     * Picocli also stores them into the fields of options not given; {@link #context} passes on only the
+     * options that were given, which is what lets an {@code MRD_*} variable fill the others.
+     */
+    static final class Defaults implements CommandLine.IDefaultValueProvider
+    {
+        public String defaultValue(final CommandLine.Model.ArgSpec argument)
+        {
+            if (!(argument instanceof CommandLine.Model.OptionSpec option))
+            {
+                return null;
+            }
+            return switch (option.longestName())
+            {
+                case "--base-virtaddr" -> Sizes.hex(DaemonContext.DEFAULT_BASE_VIRTADDR);
+                case "--max-memory" -> Sizes.format(DaemonContext.DEFAULT_MAX_MEMORY);
+                case "--list-size" -> Sizes.format(DaemonContext.DEFAULT_LIST_SIZE);
+                case "--max-external" -> Sizes.format(DaemonContext.DEFAULT_MAX_EXTERNAL);
+                case "--max-mrs" -> Integer.toString(DaemonContext.DEFAULT_MAX_MRS);
+                case "--cache-capacity" -> Integer.toString(DaemonContext.DEFAULT_CACHE_CAPACITY);
+                case "--max-clients" -> Integer.toString(DaemonContext.DEFAULT_MAX_CLIENTS);
+                case "--worker-threads" -> Integer.toString(DaemonContext.DEFAULT_WORKER_THREADS);
+                case "--heartbeat-interval" -> Integer.toString(Heartbeat.DEFAULT_INTERVAL_MS);
+                case "--provider" -> ProviderConfig.SOFT;
+                case "--max-pinned" -> Long.toString(DaemonContext.DEFAULT_MAX_PINNED);
+                case "--mr-ext-memseg" -> Boolean.toString(DaemonContext.DEFAULT_MR_EXT_MEMSEG);
+                case "--fail-nth" -> Integer.toString(DaemonContext.DEFAULT_FAIL_NTH);
+                case "--registration-latency" -> Long.toString(DaemonContext.DEFAULT_REGISTRATION_LATENCY_NANOS / 1000);
+                default -> null;
+            };
+        }
+    }
+
     public Integer call()
     {
-        final DaemonContext context = context();
+        final DaemonContext context = context(System.getenv());
         return foreground ? runForeground(context) : startBackground(context);
     }
 
-    DaemonContext context()
+    /**
+     * @param env the environment, for the settings no option was given for.
+     * @return the context of the options given on the command line, then of the {@code MRD_*} variables.
+     */
+    DaemonContext context(final Map<String, String> env)
     {
-        final DaemonContext context = new DaemonContext().dir(dirOption.resolve());
+        final CommandLine.ParseResult given = spec.commandLine().getParseResult();
+        final DaemonContext context = new DaemonContext();
+        if (null != dirOption.dir)
+        {
+            context.dir(dirOption.dir);
+        }
         if (null != hugeDir)
         {
             context.hugeDir(hugeDir);
         }
-        if (null != baseVirtaddr)
+        if (given.hasMatchedOption("--base-virtaddr"))
         {
             context.baseVirtaddr(baseVirtaddr);
         }
-        if (null != maxMemory)
+        if (given.hasMatchedOption("--max-memory"))
         {
             context.maxMemory(maxMemory);
         }
-        if (null != listSize)
+        if (given.hasMatchedOption("--list-size"))
         {
             context.listSize(listSize);
         }
-        if (null != maxExternal)
+        if (given.hasMatchedOption("--max-external"))
         {
             context.maxExternal(maxExternal);
         }
-        if (null != maxMrs)
+        if (given.hasMatchedOption("--max-mrs"))
         {
             context.maxMrs(maxMrs);
         }
-        if (null != cacheCapacity)
+        if (given.hasMatchedOption("--cache-capacity"))
         {
             context.cacheCapacity(cacheCapacity);
         }
-        if (null != maxClients)
+        if (given.hasMatchedOption("--max-clients"))
         {
             context.maxClients(maxClients);
         }
-        if (null != workerThreads)
+        if (given.hasMatchedOption("--worker-threads"))
         {
             context.workerThreads(workerThreads);
         }
-        if (null != heartbeatIntervalMs)
+        if (given.hasMatchedOption("--heartbeat-interval"))
         {
             context.heartbeatIntervalMs(heartbeatIntervalMs);
         }
-        if (null != provider)
+        if (given.hasMatchedOption("--provider"))
         {
             context.provider(provider);
         }
@@ -189,25 +248,28 @@ public final class StartCommand implements Callable<Integer>
         {
             context.device(device);
         }
-        if (null != maxPinned)
+        if (given.hasMatchedOption("--max-pinned"))
         {
             context.maxPinned(maxPinned);
         }
-        if (null != failNth)
+        if (given.hasMatchedOption("--mr-ext-memseg"))
         {
-            context.failNth(failNth);
-        }
-        if (null != registrationLatencyMicros)
-        {
-            context.registrationLatencyNanos(registrationLatencyMicros * 1000);
+            context.mrExtMemseg(mrExtMemseg);
         }
         allowGids.forEach(context::allowGid);
         if (null != metrics)
         {
             context.metrics(metrics);
         }
-        context.mrExtMemseg(mrExtMemseg);
-        return context.applyEnvironment(System.getenv()).conclude();
+        if (given.hasMatchedOption("--fail-nth"))
+        {
+            context.failNth(failNth);
+        }
+        if (given.hasMatchedOption("--registration-latency"))
+        {
+            context.registrationLatencyNanos(registrationLatencyMicros * 1000);
+        }
+        return context.applyEnvironment(env).conclude();
     }
 
     private int runForeground(final DaemonContext context)
@@ -327,10 +389,5 @@ public final class StartCommand implements Callable<Integer>
         {
             return "cannot read " + log + ": " + ex.getMessage();
         }
-    }
-
-    static String size(final long bytes)
-    {
-        return Sizes.format(bytes);
     }
 }

@@ -1,36 +1,81 @@
 package io.mrd.primary;
 
-import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.memory.MemoryManager;
+import io.mrd.primary.provider.ProviderConfig;
+import io.mrd.primary.provider.Registrars;
 
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
- * Every setting of a daemon, with its default, filled from flags and {@code MRD_*} environment variables,
- * checked and completed by {@link #conclude()} and printed whole by {@link #toString()} in the log at start.
+ * Every setting of a daemon: its default (a {@code DEFAULT_*} constant here, or the constant of the class that
+ * owns the rule), its {@code mrd start} option and its {@code MRD_*} variable ({@link DaemonSetting}). The setters are
+ * the command line; {@link #applyEnvironment} fills what they left unset; {@link #conclude()} checks every value
+ * once; {@link #toString()} prints them all in the log at start.
+ * <p>
+ * A setting is unset until a setter or a variable gives it a value, whatever the value: {@code --max-memory 2GiB}
+ * beats {@code MRD_MAX_MEMORY=4GiB} although 2GiB is the default. So for every setting the command line wins over
+ * the variable, and the variable over the default. The getters return the default of a setting still unset.
  */
 public final class DaemonContext
 {
-    /** Default first address of the memory-segment lists: far above where Linux puts heaps, stacks and libraries. */
-    public static final long DEFAULT_BASE_VIRTADDR = 0x1000_0000_0000L;
     /** Logical segment size: the unit of allocation and of MR bitmaps, whether backed by hugepages or not. */
     public static final long SEGMENT_SIZE = 2 * Sizes.MIB;
+    /** Default first address of the memory-segment lists: far above where Linux puts heaps, stacks and libraries. */
+    public static final long DEFAULT_BASE_VIRTADDR = 0x1000_0000_0000L;
+    /** Default of the memory the daemon may hand out. */
     public static final long DEFAULT_MAX_MEMORY = 2 * Sizes.GIB;
+    /** Default size of one memory-segment list. */
     public static final long DEFAULT_LIST_SIZE = 512 * Sizes.MIB;
+    /** Default address space reserved for external memory that secondaries register. */
     public static final long DEFAULT_MAX_EXTERNAL = 1 * Sizes.GIB;
+    /** Default capacity of the MR table. */
     public static final int DEFAULT_MAX_MRS = 4096;
+    /** Default entries of the global MR cache (the file is sparse: unused entries cost no memory). */
     public static final int DEFAULT_CACHE_CAPACITY = 1 << 20;
+    /** Default of the secondaries connected at once. */
     public static final int DEFAULT_MAX_CLIENTS = 256;
     /** Threads that run requests (registrations are slow and never run on the socket's event loop). */
     public static final int DEFAULT_WORKER_THREADS = 4;
+    /** Register the whole virtually contiguous chunk around an address by default, as DPDK's mr_ext_memseg_en. */
+    public static final boolean DEFAULT_MR_EXT_MEMSEG = true;
+    /** Default of the bytes registrations may pin: 0, no limit of mrd's own (RLIMIT_MEMLOCK applies anyway). */
+    public static final long DEFAULT_MAX_PINNED = 0;
+    /** Default of the fault injection {@code --fail-nth}: 0, no registration fails. */
+    public static final int DEFAULT_FAIL_NTH = 0;
+    /** Default of the fault injection {@code --registration-latency}: none added. */
+    public static final long DEFAULT_REGISTRATION_LATENCY_NANOS = 0;
 
+    /**
+     * First address the daemon's memory may not reach: 1 TiB below the end of the 47-bit user address space,
+     * which Linux keeps for the stack and the shared libraries it maps from the top down, in the daemon and in
+     * every secondary (they map the memory at the same addresses).
+     */
+    public static final long ADDRESS_SPACE_END = MemoryManager.USER_VA_END - Sizes.TIB;
+    /** Most memory-segment lists; a larger {@code --list-size} gives fewer. */
+    public static final int MAX_LISTS = 64;
+    /** Most entries of the MR table. */
+    public static final int MAX_MRS = 1 << 20;
+    /** Fewest global cache entries: the sentinel and one MR. */
+    public static final int MIN_CACHE_CAPACITY = 2;
+    /** Most global cache entries. */
+    public static final int MAX_CACHE_CAPACITY = 64 << 20;
+    /** Most secondaries connected at once. */
+    public static final int MAX_CLIENTS = 65536;
+    /** Most request threads. */
+    public static final int MAX_WORKER_THREADS = 256;
+
+    private final SettingOrigins origins = new SettingOrigins();
     private Path dir;
     private Optional<Path> hugeDir = Optional.empty();
     private boolean hugeDisabled;
@@ -43,69 +88,68 @@ public final class DaemonContext
     private int maxClients = DEFAULT_MAX_CLIENTS;
     private int heartbeatIntervalMs = Heartbeat.DEFAULT_INTERVAL_MS;
     private int workerThreads = DEFAULT_WORKER_THREADS;
-    private boolean mrExtMemseg = true;
-    private String provider = "soft";
-    private long maxPinned;
-    private int failNth;
-    private long registrationLatencyNanos;
+    private boolean mrExtMemseg = DEFAULT_MR_EXT_MEMSEG;
+    private String provider = ProviderConfig.SOFT;
     private Optional<String> device = Optional.empty();
+    private long maxPinned = DEFAULT_MAX_PINNED;
     private final List<Integer> allowGids = new ArrayList<>();
-    private Optional<java.net.InetSocketAddress> metricsAddress = Optional.empty();
+    private Optional<InetSocketAddress> metricsAddress = Optional.empty();
+    private int failNth = DEFAULT_FAIL_NTH;
+    private long registrationLatencyNanos = DEFAULT_REGISTRATION_LATENCY_NANOS;
+    private String ibverbsLibrary = ProviderConfig.DEFAULT_LIBRARY;
     private boolean concluded;
 
     private int listCount;
     private int segmentsPerList;
 
     /**
-     * Fills unset values from {@code MRD_*} variables: MRD_HUGE_DIR, MRD_BASE_VIRTADDR, MRD_MAX_MEMORY,
-     * MRD_PROVIDER, MRD_MAX_PINNED, MRD_HEARTBEAT_INTERVAL_MS.
+     * Gives every setting still unset the value of its variable ({@link DaemonSetting#variable()}), when that is set
+     * and not blank; the run directory without {@code --dir} and {@code MRD_DIR} is then found as
+     * {@link RunDirectoryPath} says. This is the only place the daemon reads its environment.
+     *
+     * @param env the environment, e.g. {@link System#getenv()}.
+     * @throws MrdException EINVAL naming the variable whose value is not of its kind.
      */
     public DaemonContext applyEnvironment(final Map<String, String> env)
     {
-        final String huge = env.get("MRD_HUGE_DIR");
-        if (null != huge && !huge.isBlank() && hugeDir.isEmpty() && !hugeDisabled)
+        if (!origins.isSet(DaemonSetting.DIR))
         {
-            hugeDir(huge);
-        }
-        final String base = env.get("MRD_BASE_VIRTADDR");
-        if (null != base && !base.isBlank() && baseVirtaddr == DEFAULT_BASE_VIRTADDR)
-        {
-            baseVirtaddr = Sizes.parseAddress(base);
-        }
-        final String maxMem = env.get("MRD_MAX_MEMORY");
-        if (null != maxMem && !maxMem.isBlank() && maxMemory == DEFAULT_MAX_MEMORY)
-        {
-            maxMemory = Sizes.parse(maxMem);
-        }
-        final String prov = env.get("MRD_PROVIDER");
-        if (null != prov && !prov.isBlank() && "soft".equals(provider))
-        {
-            provider = prov;
-        }
-        final String interval = env.get("MRD_HEARTBEAT_INTERVAL_MS");
-        if (null != interval && !interval.isBlank() && heartbeatIntervalMs == Heartbeat.DEFAULT_INTERVAL_MS)
-        {
-            try
+            dir = RunDirectoryPath.resolve(null, env);
+            if (null != DaemonSetting.DIR.fromEnvironment(env, Function.identity()))
             {
-                heartbeatIntervalMs = Integer.parseInt(interval.trim());
-            }
-            catch (final NumberFormatException ex)
-            {
-                throw invalid("MRD_HEARTBEAT_INTERVAL_MS='" + interval + "' is not a number of milliseconds");
+                origins.fromEnvironment(DaemonSetting.DIR);
             }
         }
-        final String pinned = env.get("MRD_MAX_PINNED");
-        if (null != pinned && !pinned.isBlank() && maxPinned == 0)
-        {
-            maxPinned = Sizes.parse(pinned);
-        }
+        origins.fromEnvironment(env, DaemonSetting.HUGE_DIR, Function.identity(), this::hugeDir);
+        origins.fromEnvironment(env, DaemonSetting.BASE_VIRTADDR, Sizes::parseAddress, this::baseVirtaddr);
+        origins.fromEnvironment(env, DaemonSetting.MAX_MEMORY, Sizes::parse, this::maxMemory);
+        origins.fromEnvironment(env, DaemonSetting.LIST_SIZE, Sizes::parse, this::listSize);
+        origins.fromEnvironment(env, DaemonSetting.MAX_EXTERNAL, Sizes::parse, this::maxExternal);
+        origins.fromEnvironment(env, DaemonSetting.MAX_MRS, Integer::parseInt, this::maxMrs);
+        origins.fromEnvironment(env, DaemonSetting.CACHE_CAPACITY, Integer::parseInt, this::cacheCapacity);
+        origins.fromEnvironment(env, DaemonSetting.MAX_CLIENTS, Integer::parseInt, this::maxClients);
+        origins.fromEnvironment(env, DaemonSetting.WORKER_THREADS, Integer::parseInt, this::workerThreads);
+        origins.fromEnvironment(env, DaemonSetting.HEARTBEAT_INTERVAL, Integer::parseInt, this::heartbeatIntervalMs);
+        origins.fromEnvironment(env, DaemonSetting.MR_EXT_MEMSEG, DaemonSetting::parseBoolean, this::mrExtMemseg);
+        origins.fromEnvironment(env, DaemonSetting.PROVIDER, Function.identity(), this::provider);
+        origins.fromEnvironment(env, DaemonSetting.DEVICE, Function.identity(), this::device);
+        origins.fromEnvironment(env, DaemonSetting.MAX_PINNED, Sizes::parse, this::maxPinned);
+        origins.fromEnvironment(env, DaemonSetting.ALLOW_GID, DaemonSetting::parseGids,
+            gids -> gids.forEach(this::allowGid));
+        origins.fromEnvironment(env, DaemonSetting.METRICS, DaemonSetting::parseMetrics, this::metricsAddress);
+        origins.fromEnvironment(env, DaemonSetting.FAIL_NTH, Integer::parseInt, this::failNth);
+        origins.fromEnvironment(env, DaemonSetting.REGISTRATION_LATENCY, Long::parseLong,
+            micros -> registrationLatencyNanos(micros * 1000));
+        origins.fromEnvironment(env, DaemonSetting.IBVERBS_LIBRARY, Function.identity(), this::ibverbsLibrary);
         return this;
     }
 
     /**
-     * Checks every value and derives the list geometry.
+     * Checks every value and derives the list geometry. The run directory, unless given or found by
+     * {@link #applyEnvironment}, is {@link RunDirectoryPath}'s default for an empty environment.
      *
-     * @throws MrdException EINVAL naming the first value that is wrong and what would be right.
+     * @throws MrdException EINVAL naming the first value that is wrong, its option and variable, and what would
+     *                      be right.
      */
     public DaemonContext conclude()
     {
@@ -115,80 +159,117 @@ public final class DaemonContext
         }
         if (null == dir)
         {
-            dir = RunDirectoryPath.resolve(null, System.getenv());
+            dir = RunDirectoryPath.resolve(null, Map.of());
         }
-        if (baseVirtaddr <= 0 || baseVirtaddr % Sizes.GIB != 0 || baseVirtaddr >= 0x7F00_0000_0000L)
+        if (baseVirtaddr <= 0 || baseVirtaddr % Sizes.GIB != 0 || baseVirtaddr >= ADDRESS_SPACE_END)
         {
-            throw invalid("--base-virtaddr " + Sizes.hex(baseVirtaddr) +
-                " must be a multiple of 1GiB below 0x7f0000000000 (user address space), e.g. 0x100000000000");
+            throw invalid("--base-virtaddr " + Sizes.hex(baseVirtaddr) + " must be a multiple of 1GiB below " +
+                Sizes.hex(ADDRESS_SPACE_END) + " (user address space), e.g. " + Sizes.hex(DEFAULT_BASE_VIRTADDR) +
+                origins.describe(DaemonSetting.BASE_VIRTADDR));
         }
         if (maxMemory < SEGMENT_SIZE || maxMemory % SEGMENT_SIZE != 0)
         {
-            throw invalid("--max-memory " + Sizes.format(maxMemory) + " must be a positive multiple of 2MiB");
+            throw invalid("--max-memory " + Sizes.format(maxMemory) + " must be a positive multiple of " +
+                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.MAX_MEMORY));
         }
         if (listSize < SEGMENT_SIZE || listSize % SEGMENT_SIZE != 0)
         {
-            throw invalid("--list-size " + Sizes.format(listSize) + " must be a positive multiple of 2MiB");
+            throw invalid("--list-size " + Sizes.format(listSize) + " must be a positive multiple of " +
+                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.LIST_SIZE));
         }
         final long effectiveListSize = Math.min(listSize, maxMemory);
         if (maxMemory % effectiveListSize != 0)
         {
             throw invalid("--max-memory " + Sizes.format(maxMemory) + " must be a multiple of --list-size " +
-                Sizes.format(listSize));
+                Sizes.format(listSize) + origins.describe(DaemonSetting.MAX_MEMORY, DaemonSetting.LIST_SIZE));
         }
         listCount = (int)(maxMemory / effectiveListSize);
         segmentsPerList = (int)(effectiveListSize / SEGMENT_SIZE);
-        if (listCount > 64)
+        if (listCount > MAX_LISTS)
         {
             throw invalid("--max-memory " + Sizes.format(maxMemory) + " / --list-size " + Sizes.format(listSize) +
-                " gives " + listCount + " lists, more than 64: raise --list-size");
+                " gives " + listCount + " lists, more than " + MAX_LISTS + ": raise --list-size" +
+                origins.describe(DaemonSetting.MAX_MEMORY, DaemonSetting.LIST_SIZE));
         }
         if (maxExternal < 0 || maxExternal % SEGMENT_SIZE != 0)
         {
-            throw invalid("--max-external " + Sizes.format(maxExternal) + " must be a multiple of 2MiB");
+            throw invalid("--max-external " + Sizes.format(maxExternal) + " must be a multiple of " +
+                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.MAX_EXTERNAL));
         }
-        if (maxMrs < 1 || maxMrs > 1 << 20)
+        checkRange(DaemonSetting.MAX_MRS, maxMrs, "", 1, MAX_MRS);
+        checkRange(DaemonSetting.CACHE_CAPACITY, cacheCapacity, "", MIN_CACHE_CAPACITY, MAX_CACHE_CAPACITY);
+        checkRange(DaemonSetting.MAX_CLIENTS, maxClients, "", 1, MAX_CLIENTS);
+        checkRange(DaemonSetting.HEARTBEAT_INTERVAL, heartbeatIntervalMs, " ms", Heartbeat.MIN_INTERVAL_MS,
+            Heartbeat.MAX_INTERVAL_MS);
+        checkRange(DaemonSetting.WORKER_THREADS, workerThreads, "", 1, MAX_WORKER_THREADS);
+        if (!Registrars.NAMES.contains(provider))
         {
-            throw invalid("--max-mrs " + maxMrs + " must be between 1 and 1048576");
-        }
-        if (cacheCapacity < 2 || cacheCapacity > 64 << 20)
-        {
-            throw invalid("--cache-capacity " + cacheCapacity + " must be between 2 and 67108864");
-        }
-        if (maxClients < 1 || maxClients > 65536)
-        {
-            throw invalid("--max-clients " + maxClients + " must be between 1 and 65536");
-        }
-        if (heartbeatIntervalMs < Heartbeat.MIN_INTERVAL_MS || heartbeatIntervalMs > Heartbeat.MAX_INTERVAL_MS)
-        {
-            throw invalid("--heartbeat-interval " + heartbeatIntervalMs + " ms must be between " +
-                Heartbeat.MIN_INTERVAL_MS + " and " + Heartbeat.MAX_INTERVAL_MS);
-        }
-        if (workerThreads < 1 || workerThreads > 256)
-        {
-            throw invalid("--worker-threads " + workerThreads + " must be between 1 and 256");
+            throw invalid("unknown provider '" + provider + "': --provider takes one of " +
+                String.join(", ", Registrars.NAMES) + origins.describe(DaemonSetting.PROVIDER));
         }
         if (maxPinned < 0)
         {
-            throw invalid("--max-pinned " + maxPinned + " must not be negative");
+            throw invalid("--max-pinned " + maxPinned + " is negative: give a size such as 16GiB, or 0 for no limit" +
+                origins.describe(DaemonSetting.MAX_PINNED));
+        }
+        for (final int gid : allowGids)
+        {
+            if (gid < 0)
+            {
+                throw invalid("--allow-gid " + gid + " is negative: give a group id (see getent group)" +
+                    origins.describe(DaemonSetting.ALLOW_GID));
+            }
         }
         if (failNth < 0)
         {
-            throw invalid("--fail-nth " + failNth + " must not be negative");
+            throw invalid("--fail-nth " + failNth + " is negative: give N >= 1 to fail the Nth registration, or 0" +
+                origins.describe(DaemonSetting.FAIL_NTH));
+        }
+        if (registrationLatencyNanos < 0)
+        {
+            throw invalid("--registration-latency " + registrationLatencyNanos + " ns is negative: give 0 or more" +
+                origins.describe(DaemonSetting.REGISTRATION_LATENCY));
         }
         final long end = baseVirtaddr + 2L * listCount * effectiveListSize + maxExternal;
-        if (end > 0x7F00_0000_0000L)
+        if (end > ADDRESS_SPACE_END)
         {
             throw invalid("memory from --base-virtaddr " + Sizes.hex(baseVirtaddr) + " would reach " + Sizes.hex(end) +
-                ", past the user address space: lower --base-virtaddr or --max-memory");
+                ", past " + Sizes.hex(ADDRESS_SPACE_END) + " (user address space): lower --base-virtaddr or " +
+                "--max-memory" +
+                origins.describe(DaemonSetting.BASE_VIRTADDR, DaemonSetting.MAX_MEMORY, DaemonSetting.MAX_EXTERNAL));
         }
         concluded = true;
         return this;
     }
 
+    private void checkRange(
+        final DaemonSetting setting, final int value, final String unit, final int min, final int max)
+    {
+        if (value < min || value > max)
+        {
+            throw invalid(setting.option() + " " + value + unit + " must be between " + min + " and " + max +
+                origins.describe(setting));
+        }
+    }
+
     private static MrdException invalid(final String message)
     {
         return new MrdException(ErrorCode.EINVAL, message);
+    }
+
+    private DaemonContext given(final DaemonSetting setting)
+    {
+        origins.given(setting);
+        return this;
+    }
+
+    /**
+     * @return the provider's settings, as {@link Registrars#create} takes them.
+     */
+    public ProviderConfig providerConfig()
+    {
+        return new ProviderConfig(provider, maxPinned, failNth, registrationLatencyNanos, device,
+            Optional.of(Path.of(ibverbsLibrary)));
     }
 
     public Path dir()
@@ -199,7 +280,7 @@ public final class DaemonContext
     public DaemonContext dir(final Path dir)
     {
         this.dir = dir.toAbsolutePath().normalize();
-        return this;
+        return given(DaemonSetting.DIR);
     }
 
     /**
@@ -215,17 +296,9 @@ public final class DaemonContext
      */
     public DaemonContext hugeDir(final String value)
     {
-        if ("none".equalsIgnoreCase(value))
-        {
-            hugeDisabled = true;
-            hugeDir = Optional.empty();
-        }
-        else
-        {
-            hugeDisabled = false;
-            hugeDir = Optional.of(Path.of(value).toAbsolutePath().normalize());
-        }
-        return this;
+        hugeDisabled = "none".equalsIgnoreCase(value);
+        hugeDir = hugeDisabled ? Optional.empty() : Optional.of(Path.of(value).toAbsolutePath().normalize());
+        return given(DaemonSetting.HUGE_DIR);
     }
 
     public boolean hugeDisabled()
@@ -241,7 +314,7 @@ public final class DaemonContext
     public DaemonContext baseVirtaddr(final long baseVirtaddr)
     {
         this.baseVirtaddr = baseVirtaddr;
-        return this;
+        return given(DaemonSetting.BASE_VIRTADDR);
     }
 
     public long maxMemory()
@@ -252,7 +325,7 @@ public final class DaemonContext
     public DaemonContext maxMemory(final long maxMemory)
     {
         this.maxMemory = maxMemory;
-        return this;
+        return given(DaemonSetting.MAX_MEMORY);
     }
 
     public long listSize()
@@ -263,7 +336,7 @@ public final class DaemonContext
     public DaemonContext listSize(final long listSize)
     {
         this.listSize = listSize;
-        return this;
+        return given(DaemonSetting.LIST_SIZE);
     }
 
     public long maxExternal()
@@ -274,7 +347,7 @@ public final class DaemonContext
     public DaemonContext maxExternal(final long maxExternal)
     {
         this.maxExternal = maxExternal;
-        return this;
+        return given(DaemonSetting.MAX_EXTERNAL);
     }
 
     public int maxMrs()
@@ -285,7 +358,7 @@ public final class DaemonContext
     public DaemonContext maxMrs(final int maxMrs)
     {
         this.maxMrs = maxMrs;
-        return this;
+        return given(DaemonSetting.MAX_MRS);
     }
 
     public int cacheCapacity()
@@ -296,7 +369,7 @@ public final class DaemonContext
     public DaemonContext cacheCapacity(final int cacheCapacity)
     {
         this.cacheCapacity = cacheCapacity;
-        return this;
+        return given(DaemonSetting.CACHE_CAPACITY);
     }
 
     public int maxClients()
@@ -307,9 +380,12 @@ public final class DaemonContext
     public DaemonContext maxClients(final int maxClients)
     {
         this.maxClients = maxClients;
-        return this;
+        return given(DaemonSetting.MAX_CLIENTS);
     }
 
+    /**
+     * @return ms between heartbeats; the daemon publishes it and {@link Heartbeat#staleLimitMs(int)} of it.
+     */
     public int heartbeatIntervalMs()
     {
         return heartbeatIntervalMs;
@@ -318,7 +394,7 @@ public final class DaemonContext
     public DaemonContext heartbeatIntervalMs(final int heartbeatIntervalMs)
     {
         this.heartbeatIntervalMs = heartbeatIntervalMs;
-        return this;
+        return given(DaemonSetting.HEARTBEAT_INTERVAL);
     }
 
     public int workerThreads()
@@ -329,7 +405,7 @@ public final class DaemonContext
     public DaemonContext workerThreads(final int workerThreads)
     {
         this.workerThreads = workerThreads;
-        return this;
+        return given(DaemonSetting.WORKER_THREADS);
     }
 
     public boolean mrExtMemseg()
@@ -340,7 +416,7 @@ public final class DaemonContext
     public DaemonContext mrExtMemseg(final boolean mrExtMemseg)
     {
         this.mrExtMemseg = mrExtMemseg;
-        return this;
+        return given(DaemonSetting.MR_EXT_MEMSEG);
     }
 
     public String provider()
@@ -351,7 +427,21 @@ public final class DaemonContext
     public DaemonContext provider(final String provider)
     {
         this.provider = provider;
-        return this;
+        return given(DaemonSetting.PROVIDER);
+    }
+
+    public Optional<String> device()
+    {
+        return device;
+    }
+
+    /**
+     * @param device an RDMA device name, or null for the first one libibverbs lists.
+     */
+    public DaemonContext device(final String device)
+    {
+        this.device = Optional.ofNullable(device);
+        return given(DaemonSetting.DEVICE);
     }
 
     public long maxPinned()
@@ -362,46 +452,32 @@ public final class DaemonContext
     public DaemonContext maxPinned(final long maxPinned)
     {
         this.maxPinned = maxPinned;
-        return this;
+        return given(DaemonSetting.MAX_PINNED);
     }
 
-    public int failNth()
+    public List<Integer> allowGids()
     {
-        return failNth;
+        return allowGids;
     }
 
-    public DaemonContext failNth(final int failNth)
+    /**
+     * Adds a group whose processes may connect (repeatable, as {@code --allow-gid}); the first replaces the
+     * groups of {@code MRD_ALLOW_GID}.
+     */
+    public DaemonContext allowGid(final int gid)
     {
-        this.failNth = failNth;
-        return this;
-    }
-
-    public long registrationLatencyNanos()
-    {
-        return registrationLatencyNanos;
-    }
-
-    public DaemonContext registrationLatencyNanos(final long registrationLatencyNanos)
-    {
-        this.registrationLatencyNanos = registrationLatencyNanos;
-        return this;
-    }
-
-    public Optional<String> device()
-    {
-        return device;
-    }
-
-    public DaemonContext device(final String device)
-    {
-        this.device = Optional.ofNullable(device);
-        return this;
+        if (origins.isFromEnvironment(DaemonSetting.ALLOW_GID))
+        {
+            allowGids.clear();
+        }
+        allowGids.add(gid);
+        return given(DaemonSetting.ALLOW_GID);
     }
 
     /**
      * @return where {@code /metrics} is served, if anywhere.
      */
-    public Optional<java.net.InetSocketAddress> metricsAddress()
+    public Optional<InetSocketAddress> metricsAddress()
     {
         return metricsAddress;
     }
@@ -412,35 +488,60 @@ public final class DaemonContext
      */
     public DaemonContext metrics(final String value)
     {
-        final int colon = value.lastIndexOf(':');
-        final String host = colon <= 0 ? "127.0.0.1" : value.substring(0, colon);
-        final String port = colon < 0 ? value : value.substring(colon + 1);
         try
         {
-            final int number = Integer.parseInt(port);
-            if (number < 0 || number > 65535)
-            {
-                throw new NumberFormatException();
-            }
-            metricsAddress = Optional.of(new java.net.InetSocketAddress(
-                host.startsWith("[") ? host.substring(1, host.length() - 1) : host, number));
-            return this;
+            return metricsAddress(DaemonSetting.parseMetrics(value));
         }
-        catch (final NumberFormatException ex)
+        catch (final IllegalArgumentException ex)
         {
             throw invalid("--metrics '" + value + "' is not HOST:PORT (e.g. 127.0.0.1:9464 or :9464)");
         }
     }
 
-    public List<Integer> allowGids()
+    /**
+     * @param address where to serve {@code /metrics}; port 0 lets the kernel choose.
+     */
+    public DaemonContext metricsAddress(final InetSocketAddress address)
     {
-        return allowGids;
+        metricsAddress = Optional.of(address);
+        return given(DaemonSetting.METRICS);
     }
 
-    public DaemonContext allowGid(final int gid)
+    public int failNth()
     {
-        allowGids.add(gid);
-        return this;
+        return failNth;
+    }
+
+    public DaemonContext failNth(final int failNth)
+    {
+        this.failNth = failNth;
+        return given(DaemonSetting.FAIL_NTH);
+    }
+
+    public long registrationLatencyNanos()
+    {
+        return registrationLatencyNanos;
+    }
+
+    public DaemonContext registrationLatencyNanos(final long registrationLatencyNanos)
+    {
+        this.registrationLatencyNanos = registrationLatencyNanos;
+        return given(DaemonSetting.REGISTRATION_LATENCY);
+    }
+
+    /**
+     * @return the libibverbs {@code --provider ibverbs} loads: a path, or a soname found through the loader's
+     * search path.
+     */
+    public String ibverbsLibrary()
+    {
+        return ibverbsLibrary;
+    }
+
+    public DaemonContext ibverbsLibrary(final String ibverbsLibrary)
+    {
+        this.ibverbsLibrary = ibverbsLibrary;
+        return given(DaemonSetting.IBVERBS_LIBRARY);
     }
 
     /**
@@ -466,6 +567,7 @@ public final class DaemonContext
             ", hugeDir=" + (hugeDisabled ? "none" : hugeDir.map(Path::toString).orElse("auto")) +
             ", baseVirtaddr=" + Sizes.hex(baseVirtaddr) +
             ", maxMemory=" + Sizes.format(maxMemory) +
+            ", listSize=" + Sizes.format(listSize) +
             ", lists=" + listCount + "x" + Sizes.format(segmentsPerList * SEGMENT_SIZE) +
             ", segmentSize=" + Sizes.format(SEGMENT_SIZE) +
             ", maxExternal=" + Sizes.format(maxExternal) +
@@ -478,10 +580,12 @@ public final class DaemonContext
             ", provider=" + provider +
             ", device=" + device.orElse("first") +
             ", maxPinned=" + (maxPinned == 0 ? "unlimited" : Sizes.format(maxPinned)) +
-            ", failNth=" + failNth +
-            ", registrationLatencyNanos=" + registrationLatencyNanos +
             ", allowGids=" + allowGids +
             ", metrics=" + metricsAddress.map(a -> a.getHostString() + ":" + a.getPort()).orElse("off") +
+            ", failNth=" + failNth +
+            ", registrationLatencyNanos=" + registrationLatencyNanos +
+            ", ibverbsLibrary=" + ibverbsLibrary +
+            ", fromEnvironment=" + origins.variablesRead() +
             '}';
     }
 }

@@ -13,7 +13,6 @@ import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.mr.MrEngine;
-import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
 import io.mrd.primary.server.MrdServer;
@@ -161,7 +160,7 @@ public final class MrdDaemon implements AutoCloseable
 
             // The provider comes last: it is what most often refuses to start (no device, no library), and
             // everything before it is cheap to undo.
-            registrar = Registrars.create(providerConfig(context));
+            registrar = Registrars.create(context.providerConfig());
             final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine);
@@ -201,20 +200,6 @@ public final class MrdDaemon implements AutoCloseable
             cleanupFailedStart(runDirectory, ctl, memory, registrar);
             throw ex;
         }
-    }
-
-    private static ProviderConfig providerConfig(final DaemonContext context)
-    {
-        ProviderConfig config = ProviderConfig.defaults()
-            .withName(context.provider())
-            .withMaxPinned(context.maxPinned())
-            .withFailNth(context.failNth())
-            .withLatencyNanos(context.registrationLatencyNanos());
-        if (context.device().isPresent())
-        {
-            config = config.withDeviceName(context.device().get());
-        }
-        return config;
     }
 
     private static void cleanupFailedStart(

@@ -1,7 +1,5 @@
 package io.mrd.primary.provider;
 
-import io.mrd.layout.ErrorCode;
-import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 
 import java.nio.file.Path;
@@ -9,9 +7,9 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * What {@link Registrars#create} needs to build the daemon's registration provider: the provider's settings from
- * the daemon's context ({@code --provider}, {@code --max-pinned}, {@code --device}) and the fault injection tests
- * ask for.
+ * What {@link Registrars#create} needs to build the daemon's registration provider: the provider's settings,
+ * taken from the daemon's context ({@code DaemonContext.providerConfig()}, where they are read and checked), and
+ * the fault injection tests ask for.
  *
  * @param name         {@code soft} or {@code ibverbs} ({@code --provider}).
  * @param maxPinned    bytes mrd may keep pinned at once, 0 for no limit of mrd's own ({@code --max-pinned}); the
@@ -19,8 +17,8 @@ import java.util.Optional;
  * @param failNth      fail the Nth registration (counting from 1) with an injected ENOMEM, 0 for never.
  * @param latencyNanos added to every registration, to make the provider as slow as a NIC is.
  * @param deviceName   the RDMA device to open ({@code --device}), else the first one libibverbs lists.
- * @param libraryPath  libibverbs to load, else {@code $MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_LIBRARY} from
- *                     the loader's search path.
+ * @param libraryPath  libibverbs to load ({@value #LIBRARY_ENV}), else {@value #DEFAULT_LIBRARY} from the
+ *                     loader's search path.
  */
 public record ProviderConfig(
     String name,
@@ -34,35 +32,14 @@ public record ProviderConfig(
     public static final String IBVERBS = "ibverbs";
     /** The soname real programs link against, found through the dynamic loader's search path. */
     public static final String DEFAULT_LIBRARY = "libibverbs.so.1";
-    /** Overrides {@link #DEFAULT_LIBRARY} when no path is configured, so tests can substitute a stand-in. */
+    /** The variable that names another libibverbs (a stand-in, for tests), read by the daemon's context. */
     public static final String LIBRARY_ENV = "MRD_IBVERBS_LIBRARY";
 
-    /**
-     * @throws MrdException EINVAL naming the setting that is negative or missing.
-     */
     public ProviderConfig
     {
+        Objects.requireNonNull(name, "name");
         Objects.requireNonNull(deviceName, "deviceName");
         Objects.requireNonNull(libraryPath, "libraryPath");
-        if (null == name || name.isBlank())
-        {
-            throw new MrdException(ErrorCode.EINVAL, "--provider is empty: give one of " + Registrars.NAMES);
-        }
-        if (maxPinned < 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL,
-                "--max-pinned " + maxPinned + " is negative: give a size such as 16GiB, or 0 for no limit");
-        }
-        if (failNth < 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL,
-                "--fail-nth " + failNth + " is negative: give N >= 1 to fail the Nth registration, or 0");
-        }
-        if (latencyNanos < 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL,
-                "registration latency " + latencyNanos + "ns is negative: give 0 or more");
-        }
     }
 
     /**
@@ -114,17 +91,11 @@ public record ProviderConfig(
     }
 
     /**
-     * @return the libibverbs to load: the configured path, else {@code $MRD_IBVERBS_LIBRARY}, else
-     * {@value #DEFAULT_LIBRARY}.
+     * @return the libibverbs to load: the configured path, else {@value #DEFAULT_LIBRARY}.
      */
     public String library()
     {
-        if (libraryPath.isPresent())
-        {
-            return libraryPath.get().toString();
-        }
-        final String fromEnv = System.getenv(LIBRARY_ENV);
-        return null == fromEnv || fromEnv.isBlank() ? DEFAULT_LIBRARY : fromEnv;
+        return libraryPath.map(Path::toString).orElse(DEFAULT_LIBRARY);
     }
 
     /**

@@ -10,10 +10,10 @@ import static io.mrd.layout.sys.Sizes.GIB;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@code --provider} and its settings: the default, an unknown name, and values refused before anything starts.
+ * {@code --provider} and its settings: the default and an unknown name. The values refused before anything
+ * starts are {@code DaemonContext.conclude()}'s (DaemonContextTest).
  */
 final class RegistrarsTest
 {
@@ -40,18 +40,6 @@ final class RegistrarsTest
             () -> Registrars.create(ProviderConfig.defaults().withName("rxe")));
         assertEquals(ErrorCode.EINVAL, ex.code());
         assertEquals("EINVAL: unknown provider 'rxe': --provider takes one of soft, ibverbs", ex.oneLine());
-    }
-
-    @Test
-    void refusesNegativeSettingsNamingTheFlag()
-    {
-        final ProviderConfig config = ProviderConfig.defaults();
-        assertTrue(assertThrows(MrdException.class, () -> config.withMaxPinned(-1)).getMessage()
-            .startsWith("--max-pinned -1 is negative"));
-        assertTrue(assertThrows(MrdException.class, () -> config.withFailNth(-2)).getMessage()
-            .startsWith("--fail-nth -2 is negative"));
-        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> config.withLatencyNanos(-1)).code());
-        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> config.withName(" ")).code());
     }
 
     @Test
