@@ -9,6 +9,7 @@ import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.UnixSocket;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
@@ -115,7 +116,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             uid = credentials.uid();
             gid = credentials.gids().length > 0 ? credentials.gids()[0] : -1;
             gids = IntStream.concat(Arrays.stream(credentials.gids()),
-                Arrays.stream(UnixRights.peerGroups(channel.fd().intValue()))).distinct().toArray();
+                Arrays.stream(UnixSocket.peerGroups(channel.fd().intValue()))).distinct().toArray();
         }
         catch (final IOException | RuntimeException ex)
         {

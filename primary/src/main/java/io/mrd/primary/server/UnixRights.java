@@ -8,8 +8,7 @@ import java.util.Arrays;
 
 /**
  * What the server needs of a Unix socket that Netty does not give safely: receiving the one file descriptor of a
- * REG_EXTERNAL ({@code recvmsg} with {@code SCM_RIGHTS}) and the peer's supplementary groups
- * ({@code SO_PEERGROUPS}).
+ * REG_EXTERNAL ({@code recvmsg} with {@code SCM_RIGHTS}).
  * <p>
  * Why not Netty's {@code DomainSocketReadMode.FILE_DESCRIPTORS}: its {@code recvFd} gives room for one fd
  * but keeps reading when a message carries two (both leak in the daemon), and answers a byte that carries no
@@ -83,19 +82,5 @@ final class UnixRights
             "a byte without a file descriptor arrived: send one byte carrying the fd (sendmsg with SCM_RIGHTS)" :
             (receipt.truncated() ? "more than " + fds.length : String.valueOf(fds.length)) +
             " file descriptors arrived: send exactly one");
-    }
-
-    /**
-     * @return the supplementary groups the peer had when it connected ({@code SO_PEERGROUPS}, Linux 4.13+),
-     * or an empty array when the kernel cannot say.
-     */
-    static int[] peerGroups(final int socketFd)
-    {
-        return UnixSocket.peerGroups(socketFd);
-    }
-
-    static void close(final int fd)
-    {
-        Posix.close(fd);
     }
 }

@@ -46,7 +46,10 @@ class PeerCredentialsTest
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)",
         "s.settimeout(15)",
         "s.connect(sys.argv[1])",
-        "if len(sys.argv) > 2: s.sendall(bytes.fromhex(sys.argv[2]))",
+        // A refused peer may find the connection closed before it sends: what the daemon said is still there to read.
+        "if len(sys.argv) > 2 and sys.argv[2]:",
+        "    try: s.sendall(bytes.fromhex(sys.argv[2]))",
+        "    except BrokenPipeError: pass",
         "def read(n):",
         "    data = b''",
         "    while len(data) < n:",
