@@ -515,7 +515,7 @@ public final class MrdClient implements AutoCloseable
      */
     public ExternalMemory registerExternal(final long length)
     {
-        final int fd = Posix.memfdCreate("mrd-external", Posix.MFD_CLOEXEC);
+        final int fd = Posix.memfdCreate("mrd-external", Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING);
         try
         {
             Posix.ftruncate(fd, length);
