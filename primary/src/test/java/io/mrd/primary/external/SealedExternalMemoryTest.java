@@ -93,11 +93,19 @@ class SealedExternalMemoryTest
         {
             if (null != external)
             {
-                for (final long address : daemon.engine().externalsOwnedBy(OWNER))
+                try
                 {
-                    external.deregister(address, OWNER);
+                    for (final long address : daemon.engine().externalsOwnedBy(OWNER))
+                    {
+                        external.deregister(address, OWNER);
+                    }
                 }
-                external.close();
+                finally
+                {
+                    // the window's reservation goes even when a failed test left the engine inconsistent
+                    external.close();
+                    external = null;
+                }
             }
         }
         finally
@@ -105,6 +113,7 @@ class SealedExternalMemoryTest
             if (null != daemon)
             {
                 daemon.close();
+                daemon = null;
             }
             fds.forEach(Posix::close);
             fds.clear();
