@@ -75,7 +75,7 @@ final class ExternalFile
      *
      * @throws MrdException EINVAL when the file cannot be sealed so, or is sealed against writes.
      */
-    static void seal(final int fd)
+    private static void seal(final int fd)
     {
         final int seals;
         try
@@ -248,7 +248,7 @@ final class ExternalFile
     /**
      * @return {@code seals} as {@code F_SEAL_*} names joined by {@code |}, or {@code none}.
      */
-    static String names(final int seals)
+    private static String names(final int seals)
     {
         final StringBuilder sb = new StringBuilder();
         final String[] names = {"F_SEAL_SEAL", "F_SEAL_SHRINK", "F_SEAL_GROW", "F_SEAL_WRITE", "F_SEAL_FUTURE_WRITE"};
