@@ -184,8 +184,8 @@ final class AddressSpace
         if (!Posix.isOpen(fd))
         {
             // Checked first: once the daemon has asked for the descriptor, a failed send breaks the connection.
-            throw new MrdException(ErrorCode.EBADF, "fd " + fd + " is not an open file descriptor: pass a memfd or " +
-                "hugetlbfs file of at least " + Sizes.format(length));
+            throw new MrdException(ErrorCode.EBADF, "fd " + fd + " is not an open file descriptor: pass a memfd made " +
+                "with MFD_ALLOW_SEALING of at least " + Sizes.format(length));
         }
         final Message.Reply last = connection.callWithFd(new Message.RegExternal(length), fd);
         if (!(last instanceof Message.ExternalRegistered reply))

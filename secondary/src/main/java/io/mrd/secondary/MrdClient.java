@@ -256,9 +256,11 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
-     * Registers memory behind {@code fd} (a memfd or a hugetlbfs file of at least {@code length} bytes): the
-     * daemon receives the descriptor ({@code SCM_RIGHTS}), maps it in its external window and registers one
-     * MR; this process maps it at the same address. The caller keeps its descriptor and may close it.
+     * Registers memory behind {@code fd} (a memfd of at least {@code length} bytes, made with
+     * {@code MFD_CLOEXEC | MFD_ALLOW_SEALING}, {@code MFD_HUGETLB} for hugepages, and open read-write): the
+     * daemon receives the descriptor ({@code SCM_RIGHTS}), seals it against shrinking and growing, maps it in
+     * its external window and registers one MR; this process maps it at the same address. The caller keeps its
+     * descriptor and may close it; nobody can resize the file afterwards.
      *
      * @throws MrdException EBADF when {@code fd} is not open; the daemon's status (ENOMEM when the window is
      *                      full, ...).
@@ -274,7 +276,7 @@ public final class MrdClient implements AutoCloseable
      */
     public ExternalMemory registerExternal(final long length)
     {
-        final int fd = Posix.memfdCreate("mrd-external", Posix.MFD_CLOEXEC);
+        final int fd = Posix.memfdCreate("mrd-external", Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING);
         try
         {
             Posix.ftruncate(fd, length);

@@ -398,7 +398,7 @@ final class FuzzTest
     void fdsSentWhereNoneIsExpectedAreDroppedAndEndOnlyTheirConnection()
     {
         final int repeats = 50;
-        final int memfd = Posix.memfdCreate("mrd-fuzz-stray", Posix.MFD_CLOEXEC);
+        final int memfd = Posix.memfdCreate("mrd-fuzz-stray", Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING);
         try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB", "--list-size", "64MiB"))
         {
             Posix.ftruncate(memfd, SEGMENT);

@@ -5,6 +5,7 @@ import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
@@ -13,6 +14,9 @@ import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.RunDirectory;
+import io.mrd.secondary.ExternalMemory;
+import io.mrd.secondary.ClientContext;
+import io.mrd.secondary.MrdClient;
 import io.mrd.testing.ChildJvm;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
@@ -20,6 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -36,6 +41,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -44,7 +50,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * Who may touch what: the files' modes, the control file mapped read-only by a real secondary (and a
  * secondary that writes to it dies alone), CREATE_MR for every address of the daemon's own address space
  * outside its managed memory refused ENXIO with nothing pinned, every limit a clean error with the daemon
- * still up, and a peer of another uid (nobody, via setpriv) kept out of a daemon started by {@code mrd start}:
+ * still up, external memory sealed by the daemon against resizing (and a file it cannot seal refused), and a
+ * peer of another uid (nobody, via setpriv) kept out of a daemon started by {@code mrd start}:
  * first by the socket's mode, then, with the mode opened up, by the daemon's own check (EPERM, counted).
  * The in-process variant of that last check is primary's PeerCredentialsTest.
  */
@@ -317,6 +324,88 @@ final class SecurityTest
             assertEquals(ErrorCode.OK, request(c, 31, new Message.CreateMr(a[2], 64)).status(), "pins freed by FREE");
             System.out.println("FIGURE security limits " + seen);
         }
+    }
+
+    /**
+     * External memory cannot be resized under its registration: the daemon (a real process) seals the memfd
+     * the library passes it, so the sender's own ftruncate fails afterwards, and refuses with how to make a
+     * usable one a file it cannot seal. After every refusal the connection goes on, the daemon is healthy and
+     * {@code mrd check} clean, and at the end nothing is pinned, by the counter or the kernel's VmLck.
+     */
+    @Test
+    void externalMemoryIsSealedByTheDaemonAndAFileItCannotSealIsRefused()
+    {
+        final long length = 4 * Sizes.MIB;
+        final List<String> seen = new ArrayList<>();
+        final List<Integer> fds = new ArrayList<>();
+        try (Daemon daemon = Daemon.start(dir, "--max-memory", "32MiB", "--max-external", "16MiB");
+            MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("sealer")))
+        {
+            final long lockedBefore = daemon.lockedKib();
+
+            // unsealed but sealable: the daemon seals it, then neither side can resize it
+            final int sealable = memfd(fds, Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, length);
+            final ExternalMemory memory = client.registerExternal(sealable, length);
+            assertEquals(Posix.F_SEAL_SHRINK | Posix.F_SEAL_GROW, Posix.getSeals(sealable));
+            memory.segment().set(ValueLayout.JAVA_LONG, length - 8, 42L);
+            for (final long to : new long[]{0, 4096, 2 * length})
+            {
+                final MrdException truncate = assertThrows(MrdException.class, () -> Posix.ftruncate(sealable, to));
+                assertEquals(ErrorCode.EPERM, truncate.code(), truncate::oneLine);
+            }
+            assertEquals(42L, memory.segment().get(ValueLayout.JAVA_LONG, length - 8), "still backed");
+            assertEquals(length, daemon.counter(MrdCounter.BYTES_PINNED));
+            assertEquals(lockedBefore + length / 1024, daemon.lockedKib(), "the daemon's VmLck");
+            daemon.assertHealthy("with sealed external memory registered");
+            client.deregisterExternal(memory);
+
+            // shrunk before it is passed: refused with its size, and left unsealed for its owner to fix
+            final int shrunk = memfd(fds, Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, 4096);
+            seen.add(refused(client, shrunk, length, "has 4096 bytes, fewer than the " + length));
+            assertEquals(0, Posix.getSeals(shrunk));
+
+            // created without MFD_ALLOW_SEALING: cannot be sealed, so it could be truncated under the registration
+            final int unsealable = memfd(fds, Posix.MFD_CLOEXEC, length);
+            seen.add(refused(client, unsealable, length, "MFD_CLOEXEC | MFD_ALLOW_SEALING"));
+            // sealed by its creator with F_SEAL_SEAL before the seals the daemon needs
+            final int sealSealed = memfd(fds, Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, length);
+            assertEquals(0, Posix.addSeals(sealSealed, Posix.F_SEAL_SEAL));
+            seen.add(refused(client, sealSealed, length, "F_SEAL_SEAL"));
+            assertEquals(0, daemon.counter(MrdCounter.BYTES_PINNED), "the refusals pinned nothing");
+            daemon.assertHealthy("after the refusals");
+
+            // already sealed against resizing: accepted as it is
+            final int sealed = memfd(fds, Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, length);
+            assertEquals(0, Posix.addSeals(sealed, Posix.F_SEAL_SEAL | Posix.F_SEAL_SHRINK | Posix.F_SEAL_GROW));
+            client.deregisterExternal(client.registerExternal(sealed, length));
+            // and the library's own memfd
+            client.deregisterExternal(client.registerExternal(length));
+
+            ChildJvm.await("nothing pinned", WAIT, () -> daemon.counter(MrdCounter.BYTES_PINNED) == 0 &&
+                daemon.lockedKib() == lockedBefore);
+            daemon.assertHealthy("after the external registrations");
+            System.out.println("FIGURE security sealed external: sealer's ftruncate EPERM, refusals " + seen);
+        }
+        finally
+        {
+            fds.forEach(Posix::close);
+        }
+    }
+
+    private static int memfd(final List<Integer> fds, final int flags, final long size)
+    {
+        final int fd = Posix.memfdCreate("mrd-security-external", flags);
+        fds.add(fd);
+        Posix.ftruncate(fd, size);
+        return fd;
+    }
+
+    private static String refused(final MrdClient client, final int fd, final long length, final String mention)
+    {
+        final MrdException refused = assertThrows(MrdException.class, () -> client.registerExternal(fd, length));
+        assertEquals(ErrorCode.EINVAL, refused.code(), refused::oneLine);
+        assertTrue(refused.getMessage().contains(mention), refused::getMessage);
+        return refused.oneLine();
     }
 
     private static String expect(final Message.Reply reply, final ErrorCode code, final String mention)

@@ -7,9 +7,6 @@ import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.mr.MrEngine;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 
 /**
@@ -84,12 +81,15 @@ public final class ExternalMemory implements AutoCloseable
     }
 
     /**
-     * Maps the client's fd in the window and registers it. Always closes {@code fd}: the mapping holds the file
-     * from then on.
+     * Seals the client's file against resizing, maps it in the window and registers it ({@link ExternalFile}: the
+     * seal is what keeps the registered range backed by the file until it is deregistered). Always closes
+     * {@code fd}: the mapping holds the file from then on.
      *
      * @return the MR: {@code [start, end)} is where the memory is mapped.
-     * @throws MrdException EINVAL for a bad length or a file shorter than it, ENOMEM when the window is full,
-     *                      or the mapping's or the registration's error.
+     * @throws MrdException EINVAL for a bad length, a file shorter than it, or a file that cannot be sealed (the
+     *                      message says how to make one that can); ENOSPC or ENOMEM when the file's memory cannot
+     *                      be allocated, ENOMEM when the window is full; or the mapping's or the registration's
+     *                      error.
      */
     public MrEntry register(final long length, final int fd, final int owner)
     {
@@ -100,7 +100,7 @@ public final class ExternalMemory implements AutoCloseable
             {
                 throw new MrdException(ErrorCode.EINVAL, bad);
             }
-            checkFileSize(fd, length);
+            ExternalFile.prepare(fd, length);
             final ExternalWindow.Range range = window.allocate(length, owner);
             try
             {
@@ -184,27 +184,5 @@ public final class ExternalMemory implements AutoCloseable
     public void close()
     {
         window.close();
-    }
-
-    /**
-     * A file shorter than the range would map pages that raise SIGBUS when touched: refuse it up front.
-     */
-    private static void checkFileSize(final int fd, final long length)
-    {
-        final long size;
-        try
-        {
-            size = Files.size(Path.of("/proc/self/fd/" + fd));
-        }
-        catch (final IOException ex)
-        {
-            // no procfs: mmap and the registration report what they can
-            return;
-        }
-        if (size < length)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "the file passed for REG_EXTERNAL has " + size +
-                " bytes, fewer than the " + length + " to register: size it (ftruncate) before registering");
-        }
     }
 }

@@ -46,7 +46,7 @@ class ExternalRegistrationTest
     void start()
     {
         fixture = new ServerFixture(dir, BASE);
-        memfd = Posix.memfdCreate("mrd-external-test", Posix.MFD_CLOEXEC);
+        memfd = Posix.memfdCreate("mrd-external-test", Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING);
         Posix.ftruncate(memfd, FILE_LENGTH);
         local = Posix.map(FILE_LENGTH, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, memfd, 0);
         for (long i = 0; i < FILE_LENGTH; i += 4096)

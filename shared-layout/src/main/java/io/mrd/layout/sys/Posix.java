@@ -18,7 +18,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The C library's memory and file calls mrd needs and the JDK does not offer, bound through the
  * Foreign Function &amp; Memory API: fixed-address {@code mmap} (both sides of a
  * mapping must agree on flags, so primary and secondaries share this class),
- * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}, {@code fcntl}. Sockets are
+ * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}, file seals ({@code fcntl}). Sockets are
  * {@link UnixSocket}'s.
  * <p>
  * Every failure is an {@link MrdException} whose message names the call, its
@@ -280,6 +280,68 @@ public final class Posix
             return fd;
         }
     }
+
+    // ---------------------------------------------------------------------------------------------------------
+    // File seals (fcntl F_ADD_SEALS / F_GET_SEALS, Linux 3.17+; hugetlbfs files 4.16+): what keeps a file passed
+    // to another process from changing size under that process's mappings.
+
+    /** memfd_create flag: the memfd accepts seals; without it the kernel sets F_SEAL_SEAL at creation. */
+    public static final int MFD_ALLOW_SEALING = 2;
+
+    public static final int F_ADD_SEALS = 1033;
+    public static final int F_GET_SEALS = 1034;
+    /** No more seals may be added. */
+    public static final int F_SEAL_SEAL = 0x0001;
+    /** The file may not shrink. */
+    public static final int F_SEAL_SHRINK = 0x0002;
+    /** The file may not grow. */
+    public static final int F_SEAL_GROW = 0x0004;
+    /** No writes at all, not even through existing shared mappings (no writable shared mapping may exist). */
+    public static final int F_SEAL_WRITE = 0x0008;
+    /** No new writable mappings or writes; existing mappings keep writing (Linux 5.1+). */
+    public static final int F_SEAL_FUTURE_WRITE = 0x0010;
+
+    /**
+     * {@code fcntl(fd, F_GET_SEALS)}.
+     *
+     * @return the file's seals ({@code F_SEAL_*} bits).
+     * @throws MrdException with fcntl's errno: EINVAL when the file cannot be sealed at all (neither a memfd nor
+     *                      a tmpfs or hugetlbfs file, or a hugetlbfs file before Linux 4.16).
+     */
+    public static int getSeals(final int fd)
+    {
+        final int seals = callInt(FCNTL, fd, F_GET_SEALS, 0);
+        if (seals < 0)
+        {
+            throw failure(errno(), "fcntl(fd " + fd + ", F_GET_SEALS)");
+        }
+        return seals;
+    }
+
+    /**
+     * {@code fcntl(fd, F_ADD_SEALS, seals)}: adds seals, for every descriptor of the file, never to be removed.
+     *
+     * @return 0, or the errno: EPERM when the file has F_SEAL_SEAL or {@code fd} is not open for writing, EBUSY
+     * for F_SEAL_WRITE while a writable shared mapping exists, EINVAL when the file cannot be sealed.
+     */
+    public static int addSeals(final int fd, final int seals)
+    {
+        return callInt(FCNTL, fd, F_ADD_SEALS, seals) == 0 ? 0 : errno();
+    }
+
+    /**
+     * {@code fallocate(fd, 0, offset, length)}: allocates the file's pages in the range now, so that a shortage
+     * (no free hugepages, a cgroup's memory limit) is this call's error rather than a fault later.
+     *
+     * @return 0 or the errno (ENOSPC or ENOMEM when the memory cannot be had, EPERM beyond the size of a file
+     * sealed with F_SEAL_GROW).
+     */
+    public static int allocateFile(final int fd, final long offset, final long length)
+    {
+        return callInt(FALLOCATE, fd, 0, offset, length) == 0 ? 0 : errno();
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
 
     public static int getuid()
     {
