@@ -5,8 +5,9 @@ import io.mrd.layout.sys.Sizes;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Memory a secondary brought in from outside the daemon's lists (a sealable memfd, which the daemon seals against resizing), registered by
- * {@link MrdClient#registerExternal} and mapped at the same address in the primary and in this process.
+ * Memory a secondary brought in from outside the daemon's lists (a sealable memfd, which the daemon seals
+ * against resizing), registered by {@link MrdClient#registerExternal} and mapped at the same address in the
+ * primary and in this process.
  *
  * @param address where it is mapped, inside the daemon's external window.
  * @param length  bytes mapped and registered.
