@@ -188,10 +188,11 @@ final class FuzzTest
         {
             cases.add(new Case("CREATE_MR cut after " + k + " bytes", Arrays.copyOf(create, k), true, "truncated"));
         }
-        for (final int version : new int[]{0, 2, -1, 65536})
+        for (final int version : new int[]{0, FrameDescriptor.PROTOCOL_VERSION - 1, FrameDescriptor.PROTOCOL_VERSION + 1, -1,
+            65536})
         {
             cases.add(new Case("HELLO version " + version, RawConnection.encode(9, new Message.Hello(version, "v")),
-                false, "expected HELLO version 1, got version " + version));
+                false, "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION + ", got version " + version));
         }
         cases.add(new Case("CREATE_MR before HELLO", create, false, "as the first request"));
         for (final int type : new int[]{0, 8, 9, 0x42, 0x7FFF})
@@ -259,7 +260,7 @@ final class FuzzTest
             case 1 -> new Message.CreateMr(address, length);
             case 2 -> new Message.Alloc(length, random.nextInt(4) == 0 ? random.nextInt() : 0);
             case 3 -> new Message.Free(address, length);
-            case 4 -> new Message.RegExternal(length);
+            case 4 -> new Message.RegExternal(length, random.nextInt(4) == 0 ? random.nextInt() : 0);
             default -> new Message.DeregExternal(address);
         };
         return RawConnection.encode(random.nextLong(), random.nextInt(8) == 0 ? FrameDescriptor.FLAG_FD : 0, message);
@@ -409,7 +410,7 @@ final class FuzzTest
             final byte[] alloc = RawConnection.encode(2, new Message.Alloc(SEGMENT, 0));
             final byte[] allocFlagged = RawConnection.encode(3, FrameDescriptor.FLAG_FD, new Message.Alloc(SEGMENT, 0));
             final byte[] create = RawConnection.encode(4, new Message.CreateMr(0x1000_0000_0000L, 64));
-            final byte[] register = RawConnection.encode(5, FrameDescriptor.FLAG_FD, new Message.RegExternal(SEGMENT));
+            final byte[] register = RawConnection.encode(5, FrameDescriptor.FLAG_FD, new Message.RegExternal(SEGMENT, 0));
             int connections = 0;
             int eproto = 0;
             for (int i = 0; i < repeats; i++)

@@ -1,5 +1,6 @@
 package io.mrd.primary.external;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdCounter;
@@ -186,7 +187,7 @@ class SealedExternalMemoryTest
         final int memfd = memfd(Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, LENGTH);
         final int passed = reopen(memfd, Posix.O_RDWR);
         final CompletableFuture<MrEntry> registration =
-            CompletableFuture.supplyAsync(() -> external.register(LENGTH, passed, OWNER));
+            CompletableFuture.supplyAsync(() -> external.register(LENGTH, passed, OWNER, Access.LOCAL));
         ChildJvm.await("the registration past its checks, mapped and waiting in the provider", WAIT, () ->
             external.bytesInUse() > 0 || registration.isDone());
         assertFalse(registration.isDone(), "the registration is still before its pinning");
@@ -324,7 +325,7 @@ class SealedExternalMemoryTest
 
     private MrEntry register(final int memfd, final long length)
     {
-        return external.register(length, reopen(memfd, Posix.O_RDWR), OWNER);
+        return external.register(length, reopen(memfd, Posix.O_RDWR), OWNER, Access.LOCAL);
     }
 
     private MrdException refuse(final ErrorCode code, final int memfd, final long length, final String... mentions)
@@ -341,7 +342,7 @@ class SealedExternalMemoryTest
     private MrdException assertRefused(final ErrorCode code, final int passed, final long length, final String... mentions)
     {
         final long pinned = daemon.counters().get(MrdCounter.BYTES_PINNED).get();
-        final MrdException refused = assertThrows(MrdException.class, () -> external.register(length, passed, OWNER));
+        final MrdException refused = assertThrows(MrdException.class, () -> external.register(length, passed, OWNER, Access.LOCAL));
         System.out.println("REFUSED " + refused.oneLine());
         if (null != code)
         {
