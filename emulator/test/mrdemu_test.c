@@ -592,14 +592,28 @@ static void a_full_ring_is_enomem_until_completions_are_polled(void)
 	CHECK_EQ(post_recv_sges(qb, 4, &r, 1), 0, "recv 4");
 	CHECK_EQ(post_recv_sges(qb, 5, &r, 1), ENOMEM, "the fifth receive does not fit");
 
-	/* Three unsignaled WRs and a signaled one fill the send ring: their slots free when that completion is polled. */
-	for (int i = 0; i < 3; i++)
-		CHECK_EQ(post_send_op(qa, 10 + (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, 0),
-			 0, "unsignaled");
-	CHECK_EQ(post_send_op(qa, 13, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
-		 0, "signaled");
+	/*
+	 * Three unsignaled WRs and a signaled one fill the send ring; their slots are free again only when that
+	 * completion is polled, not when the engine has executed them (as with a NIC's WQE counter in the CQE).
+	 */
+	memset(a, 0, 64);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge v = sge_of(a + 3000 + i, 1, ma);
+
+		a[3000 + i] = (char)('1' + i);
+		CHECK_EQ(post_send_op(qa, 10 + (uint64_t)i, IBV_WR_RDMA_WRITE, &v, 1, (uintptr_t)(a + 16 + i), ma->rkey,
+				      i == 3 ? IBV_SEND_SIGNALED : 0),
+			 0, "fill the send ring");
+	}
+	{
+		uint64_t deadline = now_ms() + 10000;
+
+		/* The last write has landed: the engine has executed all four. */
+		while (((volatile char *)a)[19] != '4')
+			CHECK(now_ms() < deadline, "the writes never landed");
+	}
 	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
-		 ENOMEM, "a full send ring, though the engine may have executed them all");
+		 ENOMEM, "a full send ring: executed but not polled");
 	wc = poll_one(cq);
 	CHECK_EQ(wc.wr_id, 13, "the signaled one");
 	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
