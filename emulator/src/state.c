@@ -69,8 +69,13 @@ uint32_t emu_slot_take(struct emu_shared *sh, enum emu_kind kind)
 
 	if (freed > EMU_REUSE_DISTANCE || (s->high_water == s->max && freed > 0))
 		return fifo[s->head++ % s->max];
-	if (s->high_water < s->max)
-		return s->high_water++;
+	if (s->high_water < s->max) {
+		uint32_t index = s->high_water;
+
+		/* The engine scans QPs up to high_water without the lock. */
+		__atomic_store_n(&s->high_water, index + 1, __ATOMIC_RELEASE);
+		return index;
+	}
 	return UINT32_MAX;
 }
 

@@ -609,7 +609,7 @@ static void a_full_ring_is_enomem_until_completions_are_polled(void)
 		uint64_t deadline = now_ms() + 10000;
 
 		/* The last write has landed: the engine has executed all four. */
-		while (((volatile char *)a)[19] != '4')
+		while (__atomic_load_n(&a[19], __ATOMIC_ACQUIRE) != '4')
 			CHECK(now_ms() < deadline, "the writes never landed");
 	}
 	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
@@ -672,7 +672,7 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 	struct ibv_mr *ms = reg(pd, src, len, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *md = reg(pd, dst, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	struct ibv_sge s = sge_of(src, (uint32_t)len, ms);
-	volatile unsigned char *first = dst, *last = dst + len - 1;
+	unsigned char *first = dst, *last = dst + len - 1;
 	struct ibv_wc wc;
 	int caught = 0;
 
@@ -681,9 +681,9 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 		memset(dst, 0, len);
 		post_send_ok(p.a, (uint64_t)round, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, md->rkey);
 		/* Wait until the copy is under way (its first chunk has landed), then deregister the target. */
-		while (*first == 0)
+		while (__atomic_load_n(first, __ATOMIC_ACQUIRE) == 0)
 			;
-		if (*last != 0) {
+		if (__atomic_load_n(last, __ATOMIC_ACQUIRE) != 0) {
 			/* The copy finished before we got here: nothing proved; try again. */
 			CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
 			continue;
