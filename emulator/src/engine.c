@@ -89,8 +89,8 @@ void emu_qp_wait_idle(struct emu_shared *sh, uint32_t index)
 	uint32_t v;
 
 	atomic_fetch_add(&e->busy_waiters, 1);
-	while ((v = atomic_load(&e->busy)) != 0)
-		emu_futex_wait(&e->busy, v, NULL);
+	while ((v = atomic_load(&e->busy)) != 0 && !emu_gone(sh))
+		emu_futex_wait(&e->busy, v, &emu_recheck);
 	atomic_fetch_sub(&e->busy_waiters, 1);
 }
 
@@ -567,6 +567,8 @@ void *emu_engine_main(void *arg)
 	struct emu_context *ctx = arg;
 	struct emu_shared *sh = ctx->sh;
 
+	/* Held until this thread returns; if the process dies first, importers see the owner die. */
+	pthread_mutex_lock(&sh->engine_alive);
 	while (!atomic_load(&sh->engine_stop)) {
 		uint32_t seq = atomic_load(&sh->doorbell);
 		uint64_t deadline = 0;
@@ -590,6 +592,7 @@ void *emu_engine_main(void *arg)
 		}
 		atomic_store(&sh->engine_sleeping, 0);
 	}
+	pthread_mutex_unlock(&sh->engine_alive);
 	return NULL;
 }
 

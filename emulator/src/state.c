@@ -32,6 +32,7 @@ void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce
 	/* A process that dies inside a create or destroy must not wedge the device for the others. */
 	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&sh->lock, &attr);
+	pthread_mutex_init(&sh->engine_alive, &attr);
 	pthread_mutexattr_destroy(&attr);
 	for (int k = 0; k < EMU_KINDS; k++) {
 		sh->slots[k].max = max[k];

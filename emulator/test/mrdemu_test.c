@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1035,6 +1036,94 @@ static void several_processes_post_at_once(void)
 	ibv_close_device(ctx);
 }
 
+static void send_fd(int sock, int fd, uint32_t value)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &value, .iov_len = sizeof(value) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	CHECK(sendmsg(sock, &msg, 0) == sizeof(value), "sendmsg: %s", strerror(errno));
+}
+
+static int recv_fd(int sock, uint32_t *value)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = value, .iov_len = sizeof(*value) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c;
+	int fd;
+
+	CHECK(recvmsg(sock, &msg, 0) == sizeof(*value), "recvmsg: %s", strerror(errno));
+	c = CMSG_FIRSTHDR(&msg);
+	CHECK(c && c->cmsg_type == SCM_RIGHTS, "no fd received");
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * The opener is another process, as the daemon is for a secondary: the fd
+ * comes by SCM_RIGHTS, the opener's engine moves this process's bytes, and
+ * when the opener dies (kill -9) this process's calls fail with EIO instead
+ * of waiting for completions that will never come.
+ */
+static void an_importer_sees_its_opener_die(void)
+{
+	char *mem = shared_memory(4096);
+	int sv[2];
+	uint32_t pd_handle;
+	pid_t pid;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *mr;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct ibv_context *opened = open_device();
+		struct ibv_pd *opd = alloc_pd(opened);
+
+		send_fd(sv[1], opened->cmd_fd, opd->handle);
+		for (;;)
+			pause();
+	}
+	ctx = ibv_import_device(recv_fd(sv[0], &pd_handle));
+	CHECK(ctx, "import: %s", strerror(errno));
+	pd = ibv_import_pd(ctx, pd_handle);
+	CHECK(pd, "import_pd: %s", strerror(errno));
+	cq = create_cq(ctx, 16);
+	qa = create_qp(pd, cq);
+	qb = create_qp(pd, cq);
+	connect_qp(qa, qb->qp_num);
+	connect_qp(qb, qa->qp_num);
+	mr = reg(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	memcpy(mem, "moved by the opener", 19);
+	s = sge_of(mem, 19, mr);
+	post_send_ok(qa, 1, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(mem + 100), mr->rkey);
+	CHECK_STATUS(poll_one(cq), IBV_WC_SUCCESS);
+	CHECK(memcmp(mem + 100, "moved by the opener", 19) == 0, "written by the other process's engine");
+
+	CHECK(kill(pid, SIGKILL) == 0, "kill");
+	CHECK(waitpid(pid, NULL, 0) == pid, "waitpid");
+	CHECK_EQ(post_send_op(qa, 2, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(mem + 200), mr->rkey, IBV_SEND_SIGNALED),
+		 EIO, "post after the opener died");
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), -EIO, "poll after the opener died");
+	CHECK(!ibv_alloc_pd(ctx) && errno == EIO, "alloc after the opener died");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg after the opener died does not wait for it");
+	CHECK_EQ(ibv_close_device(ctx), 0, "close");
+}
+
 /* ---- the engine --------------------------------------------------------------------------------- */
 
 /* utime + stime of the thread named name, in clock ticks; -1 if there is none. */
@@ -1187,6 +1276,7 @@ static const struct test_case cases[] = {
 	CASE(import_pd_validates_its_handle),
 	CASE(another_process_imports_the_device_and_posts),
 	CASE(several_processes_post_at_once),
+	CASE(an_importer_sees_its_opener_die),
 	CASE(an_idle_device_costs_no_cpu),
 	CASE(closing_the_opener_ends_the_device_for_importers),
 	CASE(device_list_follows_mrdemu_devices),
