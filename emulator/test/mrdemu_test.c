@@ -677,7 +677,7 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 	struct ibv_wc wc;
 	int caught = 0;
 
-	for (int round = 0; round < 20 && !caught; round++) {
+	for (int round = 0; round < 50 && !caught; round++) {
 		memset(src, 0xa0 + round, len);
 		memset(dst, 0, len);
 		post_send_ok(p.a, (uint64_t)round, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, md->rkey);
@@ -698,7 +698,7 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 		CHECK_STATUS(wc, IBV_WC_SUCCESS);
 		caught = 1;
 	}
-	CHECK(caught, "never caught the copy in flight in 20 rounds of 64 MiB");
+	CHECK(caught, "never caught the copy in flight in 50 rounds of 64 MiB");
 	ibv_close_device(ctx);
 }
 
