@@ -104,7 +104,7 @@ final class HeartbeatAgreementTest
                 assertEquals(0, late.exitCode(), "mrd status past the default limit: " + late);
                 assertTrue(late.output().contains("(stale after " + LIMIT_MS + " ms)"), late.toString());
                 assertEquals(1.0, lateSamples.get("mrd_up"), "mrd stat --prometheus past the default limit");
-                assertTrue(lateSamples.get("mrd_heartbeat_age_ms") > DEFAULT_LIMIT_MS, lateSamples::toString);
+                assertTrue(lateSamples.get("mrd_heartbeat_age_seconds") * 1000 > DEFAULT_LIMIT_MS, lateSamples::toString);
                 assertFalse(clientSawDeath, "the client called the daemon dead before its limit:\n" + client.output());
 
                 // Frozen longer than its own limit: everyone calls it dead and names that limit.
@@ -123,7 +123,7 @@ final class HeartbeatAgreementTest
                     frozen.output().contains("limit " + LIMIT_MS + " ms"), frozen.toString());
                 final Map<String, Double> deadSamples = samples(prometheus());
                 assertEquals(0.0, deadSamples.get("mrd_up"), "mrd stat --prometheus past the daemon's limit");
-                assertTrue(deadSamples.get("mrd_heartbeat_age_ms") > LIMIT_MS, deadSamples::toString);
+                assertTrue(deadSamples.get("mrd_heartbeat_age_seconds") * 1000 > LIMIT_MS, deadSamples::toString);
                 System.out.println("FIGURE heartbeat-agreement limitMs=" + LIMIT_MS + " aliveCheckedAtAgeMs=" +
                     observedAgeMs + " clientDetectedAtAgeMs=" + detectedAfterMs);
             }
