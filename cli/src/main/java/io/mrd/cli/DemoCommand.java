@@ -46,8 +46,12 @@ public final class DemoCommand implements Callable<Integer>
     /** Time the workers get to start, attach and warm up before their timed lookups begin together. */
     private static final long START_DELAY_MS = 5_000;
 
+    /** Most --lookups: the demo then runs for about an hour on one core. */
+    static final long MAX_LOOKUPS = 1_000_000_000L;
+
     @Option(names = "--lookups", paramLabel = "L", defaultValue = "3000000",
-        description = "Scale of the workers' runs: 'steady' does 4L lookups, 'freeing' 2L (default: ${DEFAULT-VALUE}).")
+        description = "Scale of the workers' runs: 'steady' does 4L lookups, 'freeing' 2L; 1 to " + MAX_LOOKUPS +
+            " (default: ${DEFAULT-VALUE}).")
     long lookups;
 
     @Option(names = "--keep", description = "Keep the daemon's directory (the log is in it) instead of removing it.")
@@ -61,6 +65,12 @@ public final class DemoCommand implements Callable<Integer>
 
     public Integer call() throws IOException, InterruptedException
     {
+        if (lookups < 1 || lookups > MAX_LOOKUPS)
+        {
+            // Checked before anything starts: a wrong value must not leave a daemon and a directory behind.
+            throw new CommandLine.ParameterException(spec.commandLine(), "--lookups " + lookups +
+                " must be between 1 and " + MAX_LOOKUPS);
+        }
         out = spec.commandLine().getOut();
         final long started = System.nanoTime();
         final Path dir = Files.createTempDirectory("mrd-demo-");

@@ -22,12 +22,17 @@ public final class SizeConverter implements CommandLine.ITypeConverter<Long>
     }
 
     /**
-     * Addresses on the command line: {@code 0x100000000000} or decimal.
+     * Addresses on the command line: {@code 0x100000000000} or decimal, never negative.
      */
     public static final class Address implements CommandLine.ITypeConverter<Long>
     {
         public Long convert(final String value)
         {
+            if (value.strip().startsWith("-"))
+            {
+                throw new CommandLine.TypeConversionException("address '" + value + "' is negative: write it as " +
+                    "hex (0x100000000000) or decimal");
+            }
             try
             {
                 return Sizes.parseAddress(value);

@@ -3,11 +3,14 @@ package io.mrd.cli;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.FileFailure;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
+import io.mrd.primary.DaemonSetting;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.RunDirectory;
+import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.provider.ProviderConfig;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -16,6 +19,7 @@ import picocli.CommandLine.Option;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,9 +36,10 @@ import java.util.concurrent.Callable;
     description = {
         "Start the primary daemon.",
         "Without --foreground it starts in the background, waits until the control file is published and the " +
-            "heartbeat runs, prints the pid and directory, and exits 0; on failure it prints a one-line reason and " +
-            "exits 1. A directory left by a daemon that died (lock free, heartbeat stale) is recovered: its files " +
-            "are removed and recreated."
+            "heartbeat runs, prints the pid and directory, and exits 0. A wrong value of an option or of an MRD_* " +
+            "variable exits 2 before anything starts; a failure (the directory is not one, is in use or may not be " +
+            "read, the daemon could not start) exits 1; either with a one-line reason on stderr. A directory left " +
+            "by a daemon that died (lock free, heartbeat stale) is recovered: its files are removed and recreated."
     },
     footer = {
         "",
@@ -134,7 +139,7 @@ public final class StartCommand implements Callable<Integer>
     String metrics;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
-    String logLevel;
+    Mrd.LogLevel logLevel;
 
     @Option(names = "--fail-nth", paramLabel = "N", hidden = true,
         description = "Fault injection: fail the Nth registration (soft provider; default: ${DEFAULT-VALUE}).")
@@ -184,8 +189,39 @@ public final class StartCommand implements Callable<Integer>
 
     public Integer call()
     {
-        final DaemonContext context = context(System.getenv());
+        final DaemonContext context;
+        try
+        {
+            context = context(System.getenv());
+        }
+        catch (final MrdException ex)
+        {
+            // A value wrong by itself, on the command line or in an MRD_* variable: a wrong command line.
+            throw Mrd.usage(spec, ex);
+        }
+        checkHugeDir(context);
         return foreground ? runForeground(context) : startBackground(context);
+    }
+
+    /**
+     * Checks an explicit {@code --huge-dir} here, as the daemon will, so that a background start fails before it
+     * starts a process and names what the path is.
+     */
+    private static void checkHugeDir(final DaemonContext context)
+    {
+        if (context.hugeDisabled() || context.hugeDir().isEmpty())
+        {
+            return;
+        }
+        final Path dir = context.hugeDir().get();
+        final String todo = "give the mount point of a hugetlbfs (scripts/setup-hugepages makes one), 'none', or " +
+            "leave --huge-dir out to use the first one with free pages";
+        if (!Files.isDirectory(dir))
+        {
+            final ErrorCode code = Files.exists(dir, LinkOption.NOFOLLOW_LINKS) ? ErrorCode.ENOTDIR : ErrorCode.ENOENT;
+            throw FileFailure.of(code, "cannot use --huge-dir", dir, todo);
+        }
+        HugePages.findMountWithFreePages(context.hugeDir(), 0);
     }
 
     /**
@@ -267,7 +303,7 @@ public final class StartCommand implements Callable<Integer>
         }
         if (given.hasMatchedOption("--registration-latency"))
         {
-            context.registrationLatencyNanos(registrationLatencyMicros * 1000);
+            context.registrationLatencyNanos(DaemonSetting.microsToNanos(registrationLatencyMicros));
         }
         return context.applyEnvironment(env).conclude();
     }
@@ -304,8 +340,7 @@ public final class StartCommand implements Callable<Integer>
         {
             if (!process.isAlive())
             {
-                throw new MrdException(ErrorCode.EIO, "the daemon exited with status " + process.exitValue() +
-                    " while starting: " + lastError(runDirectory.logFile()));
+                throw startFailure(process.exitValue(), lastError(runDirectory.logFile()));
             }
             if (isReady(runDirectory, process.pid()))
             {
@@ -369,6 +404,31 @@ public final class StartCommand implements Callable<Integer>
     }
 
     /**
+     * @param reason the daemon's own line without its {@code mrd start: } prefix.
+     * @return the failure with the daemon's errno, so that the line says why once ({@code EBUSY: the daemon
+     * exited …: cannot serve metrics …}), or EIO when the daemon gave none.
+     */
+    private static MrdException startFailure(final int status, final String reason)
+    {
+        final int colon = reason.indexOf(": ");
+        ErrorCode code = ErrorCode.EIO;
+        String text = reason;
+        if (colon > 0 && reason.startsWith("E"))
+        {
+            try
+            {
+                code = ErrorCode.valueOf(reason.substring(0, colon));
+                text = reason.substring(colon + 2);
+            }
+            catch (final IllegalArgumentException ex)
+            {
+                // not an errno: the reason stays whole under EIO
+            }
+        }
+        return new MrdException(code, "the daemon exited with status " + status + " while starting: " + text);
+    }
+
+    /**
      * @return the daemon's own one-line reason from the end of its log ("mrd start: CODE: …").
      */
     private static String lastError(final Path log)
@@ -387,7 +447,7 @@ public final class StartCommand implements Callable<Integer>
         }
         catch (final IOException ex)
         {
-            return "cannot read " + log + ": " + ex.getMessage();
+            return "cannot read " + log + ": " + FileFailure.code(ex).text();
         }
     }
 }

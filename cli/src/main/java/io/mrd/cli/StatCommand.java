@@ -48,8 +48,13 @@ public final class StatCommand implements Callable<Integer>
     @Mixin
     ControlFileOption controlFileOption;
 
+    /** Shortest --watch interval: faster than the heartbeat would only repeat the same numbers. */
+    static final double MIN_WATCH_SECONDS = 0.01;
+    /** Longest --watch interval: a day. */
+    static final double MAX_WATCH_SECONDS = 86_400;
+
     @Option(names = "--watch", paramLabel = "SECONDS",
-        description = "Print again every SECONDS (decimals allowed) until Ctrl-C or --count rounds.")
+        description = "Print again every SECONDS (decimals allowed, 0.01 to 86400) until Ctrl-C or --count rounds.")
     Double watchSeconds;
 
     @Option(names = "--count", paramLabel = "K", description = "Stop after K rounds (default: 1, or endless with --watch).")
@@ -63,10 +68,10 @@ public final class StatCommand implements Callable<Integer>
 
     public Integer call() throws InterruptedException
     {
-        if (null != watchSeconds && !(watchSeconds > 0))
+        if (null != watchSeconds && !(watchSeconds >= MIN_WATCH_SECONDS && watchSeconds <= MAX_WATCH_SECONDS))
         {
-            throw new CommandLine.ParameterException(spec.commandLine(),
-                "--watch takes a positive number of seconds, not " + watchSeconds);
+            throw new CommandLine.ParameterException(spec.commandLine(), "--watch " + watchSeconds +
+                " must be between " + MIN_WATCH_SECONDS + " and " + MAX_WATCH_SECONDS + " seconds");
         }
         if (null != count && count < 1)
         {

@@ -21,7 +21,9 @@ import java.util.concurrent.Callable;
     description = {
         "Tell whether a daemon is running.",
         "Exit 0 with pid, uptime, heartbeat age and memory in use when it is alive; exit 1 and 'not running' " +
-            "(or 'not responding' when its heartbeat is stale) otherwise."
+            "(or 'not responding' when its heartbeat is stale) otherwise, or 1 and a one-line reason on stderr " +
+            "when the directory is not one or this user may not read it (never 'not running' then); 2 for a wrong " +
+            "command line."
     },
     footer = {"", "Example:", "  mrd status --dir /tmp/mrd && echo alive"})
 public final class StatusCommand implements Callable<Integer>

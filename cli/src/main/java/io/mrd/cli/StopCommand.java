@@ -19,7 +19,8 @@ import java.util.concurrent.Callable;
     description = {
         "Stop the daemon gracefully.",
         "Sends SIGTERM, then waits until the daemon has deregistered everything, removed its files, released " +
-            "the directory's lock and exited. Exit 1 when no daemon runs there or it does not stop in time."
+            "the directory's lock and exited. Exit 1 when no daemon runs there, this user may not read the " +
+            "directory or signal the daemon, or it does not stop in time; 2 for a wrong command line."
     },
     footer = {"", "Example:", "  mrd stop --dir /tmp/mrd"})
 public final class StopCommand implements Callable<Integer>
@@ -27,8 +28,12 @@ public final class StopCommand implements Callable<Integer>
     @Mixin
     DirOption dirOption;
 
+    /** Longest --timeout: a day. A daemon that has not stopped by then will not. */
+    static final int MAX_TIMEOUT_SECONDS = 86_400;
+
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
-        description = "How long to wait for the daemon to finish (default: ${DEFAULT-VALUE}).")
+        description = "How long to wait for the daemon to finish, 1 to " + MAX_TIMEOUT_SECONDS +
+            " (default: ${DEFAULT-VALUE}).")
     int timeoutSeconds;
 
     @CommandLine.Spec
@@ -36,16 +41,26 @@ public final class StopCommand implements Callable<Integer>
 
     public Integer call() throws InterruptedException
     {
+        if (timeoutSeconds < 1 || timeoutSeconds > MAX_TIMEOUT_SECONDS)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--timeout " + timeoutSeconds +
+                " must be between 1 and " + MAX_TIMEOUT_SECONDS + " seconds");
+        }
         final RunDirectory runDirectory = dirOption.runDirectory();
         if (!runDirectory.isLocked())
         {
-            throw new MrdException(ErrorCode.ESRCH, "no daemon running in " + runDirectory.dir());
+            throw new MrdException(ErrorCode.ESRCH, "no daemon running in " + runDirectory.dir() +
+                ": give the --dir (or MRD_DIR) it was started with; 'mrd status --dir DIR' tells");
         }
         final RunDirectory.Snapshot snapshot = runDirectory.readSnapshot().orElseThrow(() -> new MrdException(
             ErrorCode.EAGAIN, "the daemon in " + runDirectory.dir() + " has not published its pid yet: retry"));
         final ProcessHandle process = ProcessHandle.of(snapshot.pid()).orElseThrow(() -> new MrdException(
             ErrorCode.ESRCH, "pid " + snapshot.pid() + " from " + runDirectory.controlFile() + " does not exist"));
-        process.destroy();
+        if (!process.destroy() && process.isAlive())
+        {
+            throw new MrdException(ErrorCode.EPERM, "cannot send SIGTERM to pid " + snapshot.pid() + ", the daemon " +
+                "in " + runDirectory.dir() + ": run 'mrd stop' as the daemon's user or root");
+        }
         final long deadline = System.currentTimeMillis() + timeoutSeconds * 1000L;
         while (runDirectory.isLocked() || process.isAlive())
         {

@@ -2,6 +2,7 @@ package io.mrd.cli;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.layout.ClientDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrdException;
@@ -15,6 +16,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -39,7 +41,7 @@ import java.util.concurrent.Callable;
             "or a failed lookup is an error (the first few are printed).",
         "Progress goes to stderr; the last line on stdout is one JSON object with lookups, nsPerLookup (per " +
             "thread), createRequests, globalHits, localHits (topHits + bottomHits), flushes, errors, frees, threads, " +
-            "seconds, ... Exit status 0 when errors is 0, else 1."
+            "seconds, ... Exit status 0 when errors is 0, else 1; 2 for a wrong option, found before it attaches."
     },
     footer = {
         "",
@@ -56,6 +58,12 @@ public final class WorkerCommand implements Callable<Integer>
     static final long MIN_BUFFER_LENGTH = 64;
     /** Allocation granularity of the daemon: parts are whole segments. */
     static final long SEGMENT = 2 * Sizes.MIB;
+    /** Most --alloc: far more than a daemon hands out, far from overflowing the arithmetic of parts. */
+    static final long MAX_ALLOC = 64 * Sizes.TIB;
+    /** Most --threads: each is a platform thread with a cache of its own. */
+    static final int MAX_THREADS = 1024;
+    /** Furthest in the future --start-at may be: a wait longer than this is a mistake of unit, not a plan. */
+    static final long MAX_START_DELAY_MS = 3_600_000;
 
     @Mixin
     DirOption dirOption;
@@ -74,7 +82,7 @@ public final class WorkerCommand implements Callable<Integer>
     long lookups;
 
     @Option(names = "--threads", paramLabel = "T", defaultValue = "1",
-        description = "Threads, each with its own cache (default: ${DEFAULT-VALUE}).")
+        description = "Threads, each with its own cache, 1 to " + MAX_THREADS + " (default: ${DEFAULT-VALUE}).")
     int threads;
 
     @Option(names = "--free-every", paramLabel = "K", defaultValue = "0",
@@ -92,10 +100,12 @@ public final class WorkerCommand implements Callable<Integer>
 
     @Option(names = "--start-at", paramLabel = "EPOCH_MS", defaultValue = "0",
         description = "After the warm-up, wait until this wall-clock time (ms since the epoch) before the timed " +
-            "lookups, so that several workers run them at the same time (default: 0 = do not wait).")
+            "lookups, so that several workers run them at the same time; at most an hour ahead (default: 0 = do not " +
+            "wait).")
     long startAt;
 
-    @Option(names = "--name", paramLabel = "NAME", description = "This client's name in the daemon (default: worker-<pid>).")
+    @Option(names = "--name", paramLabel = "NAME",
+        description = "This client's name in the daemon, at most 32 bytes (default: worker-<pid>).")
     String name;
 
     @Option(names = "--seed", paramLabel = "S", description = "Seed of the random buffer choice (default: random).")
@@ -173,12 +183,24 @@ public final class WorkerCommand implements Callable<Integer>
     private WorkerRunner.Plan plan()
     {
         final CommandLine commandLine = spec.commandLine();
-        if (alloc <= 0 || buffers < 1 || lookups < 0 || threads < 1 || freeEvery < 0 || verifyEvery < 1 || warmup < 0)
+        if (alloc < 1 || alloc > MAX_ALLOC)
         {
-            throw new CommandLine.ParameterException(commandLine, "--alloc, --buffers, --threads and --verify-every " +
-                "must be positive, --lookups, --warmup and --free-every not negative (got --alloc " + alloc +
-                ", --buffers " + buffers + ", --threads " + threads + ", --lookups " + lookups + ", --free-every " +
-                freeEvery + ", --verify-every " + verifyEvery + ")");
+            throw new CommandLine.ParameterException(commandLine, "--alloc " + Sizes.format(alloc) +
+                " must be between 1 byte and " + Sizes.format(MAX_ALLOC) + ", e.g. 256MiB");
+        }
+        requireAtLeast("--buffers", buffers, 1, "");
+        requireAtLeast("--lookups", lookups, 0, "");
+        requireRange("--threads", threads, 1, MAX_THREADS, Integer.toString(MAX_THREADS));
+        requireAtLeast("--free-every", freeEvery, 0, " (0: never)");
+        requireAtLeast("--verify-every", verifyEvery, 1, "");
+        requireAtLeast("--warmup", warmup, 0, "");
+        requireRange("--start-at", startAt, 0, System.currentTimeMillis() + MAX_START_DELAY_MS,
+            "an hour from now (ms since the epoch; 0: do not wait)");
+        if (null != name && (name.isBlank() ||
+            name.getBytes(StandardCharsets.UTF_8).length > ClientDescriptor.NAME_MAX_LENGTH))
+        {
+            throw new CommandLine.ParameterException(commandLine, "--name '" + name + "' must be 1 to " +
+                ClientDescriptor.NAME_MAX_LENGTH + " bytes, not blank (or leave --name out for worker-<pid>)");
         }
         final long partLength = Sizes.alignUp((alloc + PARTS - 1) / PARTS, SEGMENT);
         final long perPart = (buffers + PARTS - 1) / PARTS;
@@ -190,6 +212,33 @@ public final class WorkerCommand implements Callable<Integer>
                 partLength / MIN_BUFFER_LENGTH + " buffers of " + MIN_BUFFER_LENGTH + " bytes each");
         }
         return new WorkerRunner.Plan(partLength, bufferLength, buffers, warmup, verifyEvery, freeEvery, startAt);
+    }
+
+    /**
+     * @param hint what the value means, appended to the message.
+     * @throws CommandLine.ParameterException naming the option and its value when it is below {@code min}.
+     */
+    private void requireAtLeast(final String option, final long value, final long min, final String hint)
+    {
+        if (value < min)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " " + value +
+                (min == 0 ? " must not be negative" : " must be at least " + min) + hint);
+        }
+    }
+
+    /**
+     * @param maxText {@code max} as a person reads it.
+     * @throws CommandLine.ParameterException naming the option and its value when it is out of range.
+     */
+    private void requireRange(final String option, final long value, final long min, final long max,
+        final String maxText)
+    {
+        if (value < min || value > max)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " " + value + " must be between " +
+                min + " and " + maxText);
+        }
     }
 
     private void awaitAll(

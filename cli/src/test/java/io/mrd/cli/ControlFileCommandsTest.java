@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.cli.MrdRunner.Run;
 import io.mrd.testing.PromtoolCheck;
 import io.mrd.testing.TestDirs;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -23,15 +24,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -45,6 +43,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
+import static io.mrd.cli.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -84,17 +83,6 @@ final class ControlFileCommandsTest
     private MrEntry mr0;
     private MrEntry mr1;
     private MrEntry ext;
-
-    /**
-     * The output of one in-process command.
-     */
-    record Run(int exit, String out, String err)
-    {
-        String both()
-        {
-            return out + err;
-        }
-    }
 
     @BeforeEach
     void startDaemon() throws IOException
@@ -600,30 +588,4 @@ final class ControlFileCommandsTest
     {
         write(file, at, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(value).array());
     }
-
-    /**
-     * Runs a command in-process, capturing what it prints.
-     */
-    private static synchronized Run mrd(final String... args)
-    {
-        final PrintStream out = System.out;
-        final PrintStream err = System.err;
-        final ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
-        final ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
-        final int exit;
-        try (PrintStream capturedOut = new PrintStream(outBytes, true, StandardCharsets.UTF_8);
-            PrintStream capturedErr = new PrintStream(errBytes, true, StandardCharsets.UTF_8))
-        {
-            System.setOut(capturedOut);
-            System.setErr(capturedErr);
-            exit = Mrd.execute(args);
-        }
-        finally
-        {
-            System.setOut(out);
-            System.setErr(err);
-        }
-        return new Run(exit, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
-    }
-
 }

@@ -124,7 +124,7 @@ final class DaemonLifecycleTest
 
         final MrdProcess.Result base = MrdProcess.run("start", "--foreground", "--dir", dir.toString(),
             "--base-virtaddr", "0x1234");
-        assertEquals(1, base.exitCode(), base.output());
+        assertEquals(2, base.exitCode(), base.output());
         assertTrue(base.output().contains("--base-virtaddr 0x1234 must be a multiple of 1GiB"), base.output());
 
         final MrdProcess.Result stop = MrdProcess.run("stop", "--dir", dir.toString());

@@ -1,5 +1,6 @@
 package io.mrd.primary;
 
+import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdException;
@@ -9,6 +10,7 @@ import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrars;
 
+import java.math.BigDecimal;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -74,6 +76,8 @@ public final class DaemonContext
     public static final int MAX_CLIENTS = 65536;
     /** Most request threads. */
     public static final int MAX_WORKER_THREADS = 256;
+    /** Most fault-injection latency added to a registration: 10 s, past any request timeout. */
+    public static final long MAX_REGISTRATION_LATENCY_NANOS = 10_000_000_000L;
 
     private final SettingOrigins origins = new SettingOrigins();
     private Path dir;
@@ -138,8 +142,8 @@ public final class DaemonContext
             gids -> gids.forEach(this::allowGid));
         origins.fromEnvironment(env, DaemonSetting.METRICS, DaemonSetting::parseMetrics, this::metricsAddress);
         origins.fromEnvironment(env, DaemonSetting.FAIL_NTH, Integer::parseInt, this::failNth);
-        origins.fromEnvironment(env, DaemonSetting.REGISTRATION_LATENCY, Long::parseLong,
-            micros -> registrationLatencyNanos(micros * 1000));
+        origins.fromEnvironment(env, DaemonSetting.REGISTRATION_LATENCY,
+            micros -> DaemonSetting.microsToNanos(Long.parseLong(micros)), this::registrationLatencyNanos);
         origins.fromEnvironment(env, DaemonSetting.IBVERBS_LIBRARY, Function.identity(), this::ibverbsLibrary);
         return this;
     }
@@ -225,9 +229,11 @@ public final class DaemonContext
             throw invalid("--fail-nth " + failNth + " is negative: give N >= 1 to fail the Nth registration, or 0" +
                 origins.describe(DaemonSetting.FAIL_NTH));
         }
-        if (registrationLatencyNanos < 0)
+        if (registrationLatencyNanos < 0 || registrationLatencyNanos > MAX_REGISTRATION_LATENCY_NANOS)
         {
-            throw invalid("--registration-latency " + registrationLatencyNanos + " ns is negative: give 0 or more" +
+            throw invalid("--registration-latency " +
+                BigDecimal.valueOf(registrationLatencyNanos, 3).stripTrailingZeros().toPlainString() +
+                " must be between 0 and " + MAX_REGISTRATION_LATENCY_NANOS / 1000 + " microseconds" +
                 origins.describe(DaemonSetting.REGISTRATION_LATENCY));
         }
         final long end = baseVirtaddr + 2L * listCount * effectiveListSize + maxExternal;
@@ -238,6 +244,8 @@ public final class DaemonContext
                 "--max-memory" +
                 origins.describe(DaemonSetting.BASE_VIRTADDR, DaemonSetting.MAX_MEMORY, DaemonSetting.MAX_EXTERNAL));
         }
+        // The layout's own limit (the mapping stays below 2GiB), checked here so that no daemon starts to find it.
+        ControlFileLayout.compute(listCount, segmentsPerList, maxMrs, cacheCapacity, maxClients);
         concluded = true;
         return this;
     }
@@ -277,8 +285,12 @@ public final class DaemonContext
         return dir;
     }
 
+    /**
+     * @throws MrdException EINVAL when the path is empty: it would name the current directory.
+     */
     public DaemonContext dir(final Path dir)
     {
+        DaemonSetting.DIR.requireNonBlank(dir.toString());
         this.dir = dir.toAbsolutePath().normalize();
         return given(DaemonSetting.DIR);
     }
@@ -296,6 +308,7 @@ public final class DaemonContext
      */
     public DaemonContext hugeDir(final String value)
     {
+        DaemonSetting.HUGE_DIR.requireNonBlank(value);
         hugeDisabled = "none".equalsIgnoreCase(value);
         hugeDir = hugeDisabled ? Optional.empty() : Optional.of(Path.of(value).toAbsolutePath().normalize());
         return given(DaemonSetting.HUGE_DIR);
@@ -440,6 +453,7 @@ public final class DaemonContext
      */
     public DaemonContext device(final String device)
     {
+        DaemonSetting.DEVICE.requireNonBlank(device);
         this.device = Optional.ofNullable(device);
         return given(DaemonSetting.DEVICE);
     }
@@ -484,18 +498,11 @@ public final class DaemonContext
 
     /**
      * @param value {@code HOST:PORT}, {@code :PORT} or {@code PORT}; without a host, the loopback address.
-     * @throws MrdException EINVAL naming the value when it is not of that form.
+     * @throws MrdException EINVAL naming the value when it is not of that form or its host does not resolve.
      */
     public DaemonContext metrics(final String value)
     {
-        try
-        {
-            return metricsAddress(DaemonSetting.parseMetrics(value));
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            throw invalid("--metrics '" + value + "' is not HOST:PORT (e.g. 127.0.0.1:9464 or :9464)");
-        }
+        return metricsAddress(DaemonSetting.METRICS.fromOption(value, DaemonSetting::parseMetrics));
     }
 
     /**

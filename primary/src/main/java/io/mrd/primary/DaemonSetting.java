@@ -35,7 +35,8 @@ public enum DaemonSetting
     DEVICE("--device", "MRD_DEVICE", "a device name"),
     MAX_PINNED("--max-pinned", "MRD_MAX_PINNED", "a size such as 16GiB"),
     ALLOW_GID("--allow-gid", "MRD_ALLOW_GID", "group ids separated by commas"),
-    METRICS("--metrics", "MRD_METRICS", "HOST:PORT (e.g. 127.0.0.1:9464 or :9464)"),
+    METRICS("--metrics", "MRD_METRICS", "HOST:PORT with a host that resolves and a port of 0 to 65535 (e.g. " +
+        "127.0.0.1:9464 or :9464)"),
     FAIL_NTH("--fail-nth", "MRD_FAIL_NTH", "a number"),
     REGISTRATION_LATENCY("--registration-latency", "MRD_REGISTRATION_LATENCY", "a number of microseconds"),
     IBVERBS_LIBRARY(null, ProviderConfig.LIBRARY_ENV, "a library path or soname");
@@ -65,6 +66,33 @@ public enum DaemonSetting
     }
 
     /**
+     * @param value what this setting's option was given; null (unset) passes.
+     * @throws MrdException EINVAL when it is empty or blank: for a path that would silently name the current
+     *                      directory.
+     */
+    void requireNonBlank(final String value)
+    {
+        if (null != value && value.isBlank())
+        {
+            throw new MrdException(ErrorCode.EINVAL, option + " '" + value + "' is empty: give " + expected);
+        }
+    }
+
+    /**
+     * @return {@code micros} (the unit of {@code --registration-latency}) in nanoseconds.
+     * @throws MrdException EINVAL when that does not fit in a {@code long}, rather than wrap into range.
+     */
+    public static long microsToNanos(final long micros)
+    {
+        if (micros > Long.MAX_VALUE / 1000 || micros < Long.MIN_VALUE / 1000)
+        {
+            throw new MrdException(ErrorCode.EINVAL, REGISTRATION_LATENCY.option + " " + micros + " must be between 0 " +
+                "and " + DaemonContext.MAX_REGISTRATION_LATENCY_NANOS / 1000 + " microseconds");
+        }
+        return micros * 1000;
+    }
+
+    /**
      * @param env    the environment.
      * @param parser turns the variable's text into a value, throwing any {@link RuntimeException} if it cannot.
      * @return the value of this setting's variable, or null when it is unset or blank.
@@ -88,6 +116,24 @@ public enum DaemonSetting
         }
     }
 
+    /**
+     * @param text   the value given to this setting's option.
+     * @param parser as for {@link #fromEnvironment}.
+     * @return the value.
+     * @throws MrdException EINVAL naming the option, its text and what it should be.
+     */
+    <T> T fromOption(final String text, final Function<String, T> parser)
+    {
+        try
+        {
+            return parser.apply(text.trim());
+        }
+        catch (final RuntimeException ex)
+        {
+            throw new MrdException(ErrorCode.EINVAL, option + " '" + text + "' is not " + expected);
+        }
+    }
+
     static Boolean parseBoolean(final String text)
     {
         if ("true".equalsIgnoreCase(text) || "false".equalsIgnoreCase(text))
@@ -108,7 +154,9 @@ public enum DaemonSetting
     }
 
     /**
-     * @throws IllegalArgumentException when {@code value} is not {@code HOST:PORT}, {@code :PORT} or {@code PORT}.
+     * @throws IllegalArgumentException when {@code value} is not {@code HOST:PORT}, {@code :PORT} or {@code PORT},
+     *                                  or its host does not resolve (an unresolved address would have the server
+     *                                  listen on every interface).
      */
     static InetSocketAddress parseMetrics(final String value)
     {
@@ -119,6 +167,12 @@ public enum DaemonSetting
         {
             throw new IllegalArgumentException(value);
         }
-        return new InetSocketAddress(host.startsWith("[") ? host.substring(1, host.length() - 1) : host, port);
+        final InetSocketAddress address =
+            new InetSocketAddress(host.startsWith("[") ? host.substring(1, host.length() - 1) : host, port);
+        if (address.isUnresolved())
+        {
+            throw new IllegalArgumentException(value);
+        }
+        return address;
     }
 }

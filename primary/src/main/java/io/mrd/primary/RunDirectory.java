@@ -6,8 +6,10 @@ import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.FileFailure;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Posix;
 
 import java.io.IOException;
@@ -39,6 +41,8 @@ public final class RunDirectory
     public static final String LOCK_FILE = "mrd.lock";
     public static final String LOG_FILE = "mrd.log";
     public static final String MEM_DIR = "mem";
+
+    private static final String CHOOSE_ANOTHER = "give a directory this user may create or use, with --dir or MRD_DIR";
 
     private final Path dir;
     private int lockFd = -1;
@@ -80,23 +84,35 @@ public final class RunDirectory
 
     /**
      * Creates the directory (mode 0750 when new) if it does not exist.
+     *
+     * @throws MrdException ENOTDIR when the path (or a part of it) is not a directory, EACCES naming what denies
+     *                      access, or the errno of whatever else kept it from being created.
      */
     public RunDirectory ensureExists()
     {
+        if (Files.isDirectory(dir))
+        {
+            return this;
+        }
+        if (Files.exists(dir))
+        {
+            throw notADirectory();
+        }
         try
         {
-            if (!Files.isDirectory(dir))
-            {
-                Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
-                    PosixFilePermissions.fromString("rwxr-x---")));
-            }
+            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(
+                PosixFilePermissions.fromString("rwxr-x---")));
             return this;
         }
         catch (final IOException ex)
         {
-            throw new MrdException(ErrorCode.EACCES, "cannot create run directory " + dir + ": " + ex +
-                ": choose another with --dir or MRD_DIR");
+            throw FileFailure.of(ex, "cannot create run directory", dir, CHOOSE_ANOTHER);
         }
+    }
+
+    private MrdException notADirectory()
+    {
+        return FileFailure.of(ErrorCode.ENOTDIR, "cannot use run directory", dir, CHOOSE_ANOTHER);
     }
 
     /**
@@ -137,14 +153,14 @@ public final class RunDirectory
     }
 
     /**
-     * @return true when some process holds the directory's lock, i.e. a daemon is alive (or starting).
+     * @return true when some process holds the directory's lock, i.e. a daemon is alive (or starting); false when
+     * there is no lock file (or no directory).
+     * @throws MrdException EACCES naming what denies access when this process may not read the lock, so that a
+     *                      daemon this user cannot see is never reported as not running; ENOTDIR when the path is
+     *                      not a directory.
      */
     public boolean isLocked()
     {
-        if (!Files.exists(lockFile()))
-        {
-            return false;
-        }
         final int fd;
         try
         {
@@ -152,7 +168,13 @@ public final class RunDirectory
         }
         catch (final MrdException ex)
         {
-            return false;
+            return switch (ex.code())
+            {
+                case ENOENT -> false;
+                case EACCES -> throw RunDirectoryPath.accessDenied(lockFile(), "cannot read the lock");
+                case ENOTDIR -> throw notADirectory();
+                default -> throw ex;
+            };
         }
         try
         {
@@ -201,7 +223,8 @@ public final class RunDirectory
     }
 
     /**
-     * @return what the control file says, or empty when there is none or it cannot be read.
+     * @return what the control file says, or empty when there is none or it is not (yet) a control file.
+     * @throws MrdException EACCES naming what denies access when this process may not read it.
      */
     public Optional<Snapshot> readSnapshot()
     {
@@ -211,6 +234,10 @@ public final class RunDirectory
         }
         catch (final MrdException ex)
         {
+            if (ex.code() == ErrorCode.EACCES)
+            {
+                throw ex;
+            }
             return Optional.empty();
         }
     }

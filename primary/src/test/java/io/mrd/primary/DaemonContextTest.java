@@ -231,7 +231,8 @@ final class DaemonContextTest
             new Refusal("negative fail-nth", c -> c.failNth(-2), Map.of(), List.of(
                 "--fail-nth -2 is negative: give N >= 1 to fail the Nth registration, or 0", "MRD_FAIL_NTH")),
             new Refusal("negative latency", c -> c.registrationLatencyNanos(-1), Map.of(), List.of(
-                "--registration-latency -1 ns is negative", "MRD_REGISTRATION_LATENCY")));
+                "--registration-latency -0.001 must be between 0 and 10000000 microseconds",
+                "MRD_REGISTRATION_LATENCY")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -254,7 +255,8 @@ final class DaemonContextTest
     void theMetricsOptionNamesItsFormWhenItIsNotHostAndPort()
     {
         final MrdException ex = assertThrows(MrdException.class, () -> new DaemonContext().metrics("localhost"));
-        assertEquals("--metrics 'localhost' is not HOST:PORT (e.g. 127.0.0.1:9464 or :9464)", ex.getMessage());
+        assertEquals("--metrics 'localhost' is not HOST:PORT with a host that resolves and a port of 0 to 65535 " +
+            "(e.g. 127.0.0.1:9464 or :9464)", ex.getMessage());
     }
 
     @Test

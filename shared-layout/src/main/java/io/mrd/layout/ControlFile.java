@@ -10,9 +10,11 @@ import java.util.Map;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * A mapping of the control file {@code mrd.ctl}: the primary creates it read-write; secondaries and tools
@@ -64,7 +66,7 @@ public final class ControlFile implements AutoCloseable
         }
         catch (final IOException ex)
         {
-            throw new MrdException(ErrorCode.EIO, "cannot remove old control file " + path + ": " + ex.getMessage());
+            throw FileFailure.of(ex, "cannot remove old control file", path, "remove it, or choose another --dir");
         }
         final int fd = Posix.open(path.toString(), Posix.O_RDWR | Posix.O_CREAT | Posix.O_EXCL | Posix.O_CLOEXEC,
             0640);
@@ -85,35 +87,44 @@ public final class ControlFile implements AutoCloseable
     /**
      * Maps an existing control file read-only and checks that it is complete and of this layout version.
      *
-     * @throws MrdException ENOENT when there is no file (no daemon ever ran there), EAGAIN when the daemon
-     *                      has not finished writing it, EPROTO on another magic or version.
+     * @throws MrdException ENOENT when there is no file (no daemon ever ran there), EACCES naming what denies
+     *                      access and who may read it, EISDIR or EINVAL when the path is a directory or not a
+     *                      regular file, EAGAIN when the daemon has not finished writing it, EPROTO on another
+     *                      magic or version.
      */
     public static ControlFile openReadOnly(final Path path)
     {
-        final long length;
-        try
-        {
-            length = Files.size(path);
-        }
-        catch (final NoSuchFileException ex)
-        {
-            throw new MrdException(ErrorCode.ENOENT, "no control file at " + path +
-                ": is a daemon running there? start one with 'mrd start --dir " + path.getParent() + "'");
-        }
-        catch (final IOException ex)
-        {
-            throw new MrdException(ErrorCode.EIO, "cannot read " + path + ": " + ex.getMessage());
-        }
+        final long length = regularFileLength(path);
         if (length < HeaderDescriptor.HEADER_LENGTH)
         {
             throw new MrdException(ErrorCode.EAGAIN, "control file " + path + " is " + length +
-                " bytes, not yet sized by the daemon: wait for it to start");
+                " bytes, shorter than its header: a daemon starting there has not sized it yet (retry in a " +
+                "moment), or it is not a control file");
         }
-        final int fd = Posix.open(path.toString(), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
+        if (length > Integer.MAX_VALUE)
+        {
+            throw new MrdException(ErrorCode.EPROTO, path + " is " + Sizes.format(length) + ", larger than any " +
+                "control file (they stay below 2GiB): give DIR/" + FILE_NAME + " or a copy of one");
+        }
+        final int fd;
+        try
+        {
+            fd = Posix.open(path.toString(), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
+        }
+        catch (final MrdException ex)
+        {
+            throw ex.code() == ErrorCode.EACCES ? RunDirectoryPath.accessDenied(path, "cannot read control file") : ex;
+        }
         final MemorySegment mapping;
         try
         {
             mapping = Posix.map(length, Posix.PROT_READ, Posix.MAP_SHARED, fd, 0);
+        }
+        catch (final MrdException ex)
+        {
+            throw ex.code() != ErrorCode.ENODEV ? ex : new MrdException(ErrorCode.ENODEV, "cannot map control file " +
+                path + ": its file system does not support mmap: a control file lives on tmpfs, hugetlbfs or a " +
+                "local disk");
         }
         finally
         {
@@ -137,6 +148,49 @@ public final class ControlFile implements AutoCloseable
             Posix.munmapQuietly(mapping.address(), length);
             throw ex;
         }
+    }
+
+    /**
+     * @return the length of the regular file at {@code path} (a link is followed: on hugetlbfs the control file
+     * is one).
+     */
+    private static long regularFileLength(final Path path)
+    {
+        final BasicFileAttributes attributes;
+        try
+        {
+            attributes = Files.readAttributes(path, BasicFileAttributes.class);
+        }
+        catch (final NoSuchFileException ex)
+        {
+            final Path dir = path.toAbsolutePath().getParent();
+            if (null != dir && Files.exists(dir) && !Files.isDirectory(dir))
+            {
+                throw FileFailure.of(ErrorCode.ENOTDIR, "cannot read control file", path, "give a run directory");
+            }
+            throw new MrdException(ErrorCode.ENOENT, "no control file at " + path +
+                ": is a daemon running there? start one with 'mrd start --dir " + path.getParent() + "'");
+        }
+        catch (final AccessDeniedException ex)
+        {
+            throw RunDirectoryPath.accessDenied(path, "cannot read control file");
+        }
+        catch (final IOException ex)
+        {
+            throw FileFailure.of(ex, "cannot read control file", path,
+                "give a run directory (DIR/mrd.ctl is read) or the path of a control file");
+        }
+        if (attributes.isDirectory())
+        {
+            throw new MrdException(ErrorCode.EISDIR, path + " is a directory, not a control file: give the " +
+                "control file (DIR/" + FILE_NAME + "), or the directory as the run directory (--dir)");
+        }
+        if (!attributes.isRegularFile())
+        {
+            throw new MrdException(ErrorCode.EINVAL, path + " is not a regular file (a device, pipe or socket), " +
+                "so not a control file: give DIR/" + FILE_NAME + " or a copy of one");
+        }
+        return attributes.size();
     }
 
     /**

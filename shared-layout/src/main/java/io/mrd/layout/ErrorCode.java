@@ -21,12 +21,17 @@ public enum ErrorCode
     EBUSY(16, "Device or resource busy"),
     EEXIST(17, "File exists"),
     ENODEV(19, "No such device"),
+    ENOTDIR(20, "Not a directory"),
+    EISDIR(21, "Is a directory"),
     EINVAL(22, "Invalid argument"),
     EMFILE(24, "Too many open files"),
     ENOSPC(28, "No space left on device"),
+    EROFS(30, "Read-only file system"),
     EPIPE(32, "Broken pipe"),
     ERANGE(34, "Numerical result out of range"),
+    ENAMETOOLONG(36, "File name too long"),
     ENOSYS(38, "Function not implemented"),
+    ELOOP(40, "Too many levels of symbolic links"),
     EPROTO(71, "Protocol error"),
     EMSGSIZE(90, "Message too long"),
     EOPNOTSUPP(95, "Operation not supported"),
@@ -83,6 +88,23 @@ public enum ErrorCode
     {
         final ErrorCode code = errno >= 0 && errno < BY_ERRNO.length ? BY_ERRNO[errno] : null;
         return null == code ? EUNKNOWN : code;
+    }
+
+    /**
+     * @param text a C library error text, as {@code strerror(3)} gives it and Java's file-system exceptions
+     *             carry it as their reason.
+     * @return its code, or {@link #EUNKNOWN} when no code of this table has that text.
+     */
+    public static ErrorCode ofText(final String text)
+    {
+        for (final ErrorCode code : values())
+        {
+            if (code.text.equals(text))
+            {
+                return code;
+            }
+        }
+        return EUNKNOWN;
     }
 
     /**

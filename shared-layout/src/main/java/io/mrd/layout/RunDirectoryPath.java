@@ -7,15 +7,29 @@ import java.util.Map;
 
 /**
  * Where a daemon's run directory is when nobody says (DESIGN §2): the daemon, its clients and the tools must
- * agree, so the rule lives here once.
+ * agree, so the rule lives here once, with who may use one.
  */
 public final class RunDirectoryPath
 {
     /** Environment variable naming the run directory. */
     public static final String MRD_DIR = "MRD_DIR";
 
+    /** Who may read a run directory, for every refusal of one. */
+    public static final String WHO_MAY = "run as the daemon's user (the owner) or root, or as a member of a group " +
+        "the daemon accepts with 'mrd start --allow-gid' that the run directory's group and mode let in";
+
     private RunDirectoryPath()
     {
+    }
+
+    /**
+     * @param path  a run directory or a file in one that this process may not read.
+     * @param doing what failed, e.g. {@code "cannot read control file"}.
+     * @return EACCES naming the path, what denies access (owner and mode) and who may.
+     */
+    public static MrdException accessDenied(final Path path, final String doing)
+    {
+        return FileFailure.of(ErrorCode.EACCES, doing, path, WHO_MAY);
     }
 
     /**
