@@ -96,6 +96,7 @@ public final class MrdDaemon implements AutoCloseable
         {
             recoverStale(runDirectory);
             LOG.info("starting with {}", context);
+            HeapPolicy.apply();
 
             final ControlFileLayout layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
                 context.maxMrs(), context.cacheCapacity(), context.maxClients());

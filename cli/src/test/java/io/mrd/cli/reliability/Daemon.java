@@ -14,14 +14,23 @@ import java.util.Map;
 
 /**
  * A daemon run by {@code mrd start --foreground} as a child process (so a test can kill it), on tmpfs only
- * ({@code --huge-dir none}: the tests must pass without hugepages), with its heap bounded by ChildJvm's
- * {@code -Xmx256m}. The test reads the daemon's control file through its own read-only mapping, which stays
- * valid after the daemon unlinks the file: counters can be read even after the daemon is gone.
+ * ({@code --huge-dir none}: the tests must pass without hugepages), in ChildJvm's light JVM (Serial collector,
+ * C1 only, {@code -Xmx256m}) unless started with {@link #DEPLOYED_JVM}. The test reads the daemon's control file
+ * through its own read-only mapping, which stays valid after the daemon unlinks the file: counters can be read
+ * even after the daemon is gone.
  */
 final class Daemon implements AutoCloseable
 {
     static final Duration START_TIMEOUT = Duration.ofSeconds(90);
     static final Duration STOP_TIMEOUT = Duration.ofSeconds(60);
+
+    /**
+     * JVM flags for a daemon that must run as deployed, where what it leaves resident is measured: the JVM's own
+     * choice on a host of two or more CPUs (G1 and both JIT compilers) and a host's default heap (a quarter of
+     * 16 GiB), in place of ChildJvm's. The daemon's HeapPolicy acts through G1.
+     */
+    static final List<String> DEPLOYED_JVM = List.of("-XX:-UseSerialGC", "-XX:+UseG1GC", "-XX:TieredStopAtLevel=4",
+        "-Xmx4g");
 
     final Path dir;
     final ChildJvm process;
