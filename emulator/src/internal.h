@@ -1,0 +1,86 @@
+/*
+ * internal.h - the emulator's process-local objects: what a struct ibv_* the
+ * application holds wraps. Each names its shared entry by index and by the
+ * generation it was created with, so a handle destroyed elsewhere (another
+ * process, or mrdemu_destroy_by_handle) is refused instead of used.
+ */
+#ifndef MRDEMU_INTERNAL_H
+#define MRDEMU_INTERNAL_H
+
+#include "state.h"
+
+#include <pthread.h>
+
+struct emu_context {
+	struct emu_shared *sh;
+	int opener;			/* opened (runs the DMA engine), else imported */
+	pthread_t engine;
+	struct emu_context *next;	/* this process's open contexts */
+	/* Must be last: libibverbs' inline functions find it by container_of from the ibv_context. */
+	struct verbs_context vctx;
+};
+
+struct emu_pd {
+	struct ibv_pd pd;
+	uint32_t gen;
+	int imported;
+};
+
+struct emu_mr {
+	struct ibv_mr mr;
+	uint32_t index;
+};
+
+struct emu_cq {
+	struct ibv_cq cq;
+	uint32_t index;
+	uint32_t gen;
+};
+
+struct emu_qp {
+	struct ibv_qp qp;
+	uint32_t index;
+	uint32_t gen;
+};
+
+static inline struct emu_context *emu_ctx(struct ibv_context *context)
+{
+	return (struct emu_context *)((char *)context - offsetof(struct emu_context, vctx.context));
+}
+
+static inline struct emu_shared *emu_sh(struct ibv_context *context)
+{
+	return emu_ctx(context)->sh;
+}
+
+static inline int emu_gone(struct emu_shared *sh)
+{
+	return atomic_load_explicit(&sh->device_state, memory_order_acquire) != EMU_DEVICE_LIVE;
+}
+
+/* Internal: not part of the library's ABI. */
+#pragma GCC visibility push(hidden)
+
+/* objects.c */
+int emu_destroy_qp_entry(struct emu_context *ctx, uint32_t index);
+int emu_destroy_cq_entry(struct emu_context *ctx, uint32_t index);
+
+/* datapath.c: the ops every context carries */
+int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int emu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+void emu_ring_doorbell(struct emu_shared *sh);
+
+/* engine.c */
+void *emu_engine_main(void *arg);
+void emu_engine_stop(struct emu_context *ctx);
+/* Pins a QP against destroy and RESET; 0 when it is not live (then nothing is held). */
+int emu_qp_hold(struct emu_shared *sh, uint32_t index);
+void emu_qp_release(struct emu_shared *sh, uint32_t index);
+/* Waits until the engine holds the QP no more. */
+void emu_qp_wait_idle(struct emu_shared *sh, uint32_t index);
+
+#pragma GCC visibility pop
+
+#endif

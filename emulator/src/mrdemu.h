@@ -1,0 +1,63 @@
+/*
+ * mrdemu.h - the emulated RDMA device's two symbols beyond libibverbs' ABI.
+ *
+ * libmrdemu.so exports libibverbs' functions (the ones mrd binds, see
+ * mrdemu.c) and these. mrd looks them up when present; with a real
+ * libibverbs they are absent.
+ */
+#ifndef MRDEMU_H
+#define MRDEMU_H
+
+#include <infiniband/verbs.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mrdemu_handle_type {
+	MRDEMU_HANDLE_CQ = 1,
+	MRDEMU_HANDLE_QP = 2,
+};
+
+/* The order of mrdemu_live_objects' counts. */
+enum mrdemu_live_index {
+	MRDEMU_LIVE_PD = 0,
+	MRDEMU_LIVE_MR = 1,
+	MRDEMU_LIVE_CQ = 2,
+	MRDEMU_LIVE_QP = 3,
+};
+
+/*
+ * Destroys the CQ or QP whose ibv_cq.handle / ibv_qp.handle is handle on
+ * ctx's device, from any context of that device (opened or imported): what
+ * the kernel's uverbs destroy method does on a shared command fd. It is for a
+ * process cleaning up after another that died; the dead process's struct
+ * ibv_qp is never touched. A QP is destroyed as ibv_destroy_qp does (after
+ * the DMA engine has let go of it; no completion is generated); a CQ still
+ * used by a QP is EBUSY, so destroy the QPs first.
+ *
+ * Returns 0, EINVAL when type is neither 1 nor 2 or no such object is live,
+ * EBUSY (CQ in use), EIO when the device is gone.
+ */
+int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle);
+
+/*
+ * Writes the device's live PDs, MRs, CQs and QPs (enum mrdemu_live_index) to
+ * out: every object of the device, whichever process created it. Imports
+ * (ibv_import_pd) are not objects and are not counted. A device whose opener
+ * closed it has no objects.
+ *
+ * With ctx NULL: the sums over every device this process has a context on
+ * (each device counted once), and the return value is the number of
+ * contexts (opened and imported) this process has open, for leak checks.
+ *
+ * Returns 0 (or the count above), EINVAL when out is NULL.
+ */
+int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

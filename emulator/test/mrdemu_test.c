@@ -1,0 +1,1210 @@
+/*
+ * mrdemu_test.c - the emulated device's tests, compiled against verbs.h and
+ * linked with libmrdemu.so, so that every call goes through the same inline
+ * functions and exported names a verbs program (or mrd's FFM binding) uses.
+ *
+ *   mrdemu_test --list      the case names
+ *   mrdemu_test NAME        runs one case; exit 0 when it passes
+ */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB 1024u
+#define MIB (1024u * 1024u)
+
+/* Two connected RC QPs on one device, each with its own CQ, in one PD. */
+struct pair {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b;
+};
+
+static struct pair pair_on(struct ibv_context *ctx, struct ibv_pd *pd, unsigned int b_access)
+{
+	struct pair p = { .ctx = ctx, .pd = pd };
+
+	p.cqa = create_cq(ctx, 256);
+	p.cqb = create_cq(ctx, 256);
+	p.a = create_qp(pd, p.cqa);
+	p.b = create_qp(pd, p.cqb);
+	connect_qp(p.a, p.b->qp_num);
+	connect_qp_opts(p.b, p.a->qp_num, b_access, 7, 1);
+	return p;
+}
+
+static void pair_destroy(struct pair *p)
+{
+	CHECK_EQ(ibv_destroy_qp(p->a), 0, "destroy qp a");
+	CHECK_EQ(ibv_destroy_qp(p->b), 0, "destroy qp b");
+	CHECK_EQ(ibv_destroy_cq(p->cqa), 0, "destroy cq a");
+	CHECK_EQ(ibv_destroy_cq(p->cqb), 0, "destroy cq b");
+}
+
+/* ---- the happy path ------------------------------------------------------------------ */
+
+static void send_write_read_move_the_bytes_and_complete(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	char *a = shared_memory(64 * KIB), *b = shared_memory(64 * KIB);
+	struct ibv_mr *ma = reg(pd, a, 64 * KIB, IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+	struct ibv_mr *mb = reg(pd, b, 64 * KIB, IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+	struct ibv_sge recv[2] = { sge_of(b, 10, mb), sge_of(b + 100, 100, mb) };
+	struct ibv_sge send[3] = { sge_of(a, 5, ma), sge_of(a + 50, 5, ma), sge_of(a + 200, 20, ma) };
+	struct ibv_sge local;
+	struct ibv_wc wc;
+
+	memset(a, 0, 64 * KIB);
+	memset(b, 0, 64 * KIB);
+	memcpy(a, "hello", 5);
+	memcpy(a + 50, "world", 5);
+	memcpy(a + 200, "0123456789abcdefghij", 20);
+
+	/* SEND gathers three SGEs and scatters into the two of the posted receive. */
+	post_recv_ok(p.b, 77, recv, 2);
+	post_send_ok(p.a, 1, IBV_WR_SEND, send, 3, 0, 0);
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 1, "send wr_id");
+	CHECK_EQ(wc.opcode, IBV_WC_SEND, "send opcode");
+	CHECK_EQ(wc.qp_num, p.a->qp_num, "send qp_num");
+	wc = poll_one(p.cqb);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 77, "recv wr_id");
+	CHECK_EQ(wc.opcode, IBV_WC_RECV, "recv opcode");
+	CHECK_EQ(wc.byte_len, 30, "recv byte_len");
+	CHECK_EQ(wc.qp_num, p.b->qp_num, "recv qp_num");
+	CHECK_EQ(wc.src_qp, p.a->qp_num, "recv src_qp");
+	CHECK(memcmp(b, "helloworld", 10) == 0, "first receive SGE: %.10s", b);
+	CHECK(memcmp(b + 100, "0123456789abcdefghij", 20) == 0, "second receive SGE: %.20s", b + 100);
+
+	/* RDMA WRITE copies the local SGEs to remote_addr, contiguously. */
+	post_send_ok(p.a, 2, IBV_WR_RDMA_WRITE, send, 2, (uintptr_t)(b + 1000), mb->rkey);
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_WRITE, "write opcode");
+	CHECK_EQ(wc.byte_len, 10, "write byte_len");
+	CHECK(memcmp(b + 1000, "helloworld", 10) == 0, "written: %.10s", b + 1000);
+
+	/* RDMA READ copies from remote_addr into the local SGE. */
+	memcpy(b + 3000, "read me", 7);
+	local = sge_of(a + 4000, 7, ma);
+	post_send_ok(p.a, 3, IBV_WR_RDMA_READ, &local, 1, (uintptr_t)(b + 3000), mb->rkey);
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RDMA_READ, "read opcode");
+	CHECK_EQ(wc.byte_len, 7, "read byte_len");
+	CHECK(memcmp(a + 4000, "read me", 7) == 0, "read: %.7s", a + 4000);
+
+	/* WRITE with immediate consumes a receive at the target. */
+	post_recv_ok(p.b, 78, NULL, 0);
+	{
+		struct ibv_send_wr wr, *bad;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 4;
+		wr.sg_list = send;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.imm_data = htonl(0xabcd);
+		wr.wr.rdma.remote_addr = (uintptr_t)(b + 5000);
+		wr.wr.rdma.rkey = mb->rkey;
+		CHECK_EQ(ibv_post_send(p.a, &wr, &bad), 0, "post write with imm");
+	}
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
+	wc = poll_one(p.cqb);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM, "write-with-imm receive opcode");
+	CHECK(wc.wc_flags & IBV_WC_WITH_IMM, "IBV_WC_WITH_IMM");
+	CHECK_EQ(ntohl(wc.imm_data), 0xabcd, "imm_data");
+	CHECK_EQ(wc.byte_len, 5, "write-with-imm byte_len");
+	CHECK(memcmp(b + 5000, "hello", 5) == 0, "written with imm: %.5s", b + 5000);
+
+	CHECK_EQ(ibv_dereg_mr(ma), 0, "dereg a");
+	CHECK_EQ(ibv_dereg_mr(mb), 0, "dereg b");
+	pair_destroy(&p);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0, "dealloc pd");
+	check_live(ctx, 0, 0, 0, 0);
+	CHECK_EQ(ibv_close_device(ctx), 0, "close");
+}
+
+static void atomics_fetch_add_and_compare_swap(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	uint64_t *target = shared_memory(4096), *result = shared_memory(4096);
+	struct ibv_mr *mt = reg(pd, target, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_mr *mr = reg(pd, result, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = sge_of(result, 8, mr);
+	struct ibv_send_wr wr, *bad;
+
+	target[0] = 40;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = mt->rkey;
+	wr.wr.atomic.compare_add = 2;
+	CHECK_EQ(ibv_post_send(p.a, &wr, &bad), 0, "post fetch-add");
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
+	CHECK_EQ(target[0], 42, "after fetch-add");
+	CHECK_EQ(result[0], 40, "fetched");
+
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 42;
+	wr.wr.atomic.swap = 7;
+	CHECK_EQ(ibv_post_send(p.a, &wr, &bad), 0, "post compare-swap");
+	{
+		struct ibv_wc wc = poll_one(p.cqa);
+
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.opcode, IBV_WC_COMP_SWAP, "opcode");
+	}
+	CHECK_EQ(target[0], 7, "after compare-swap");
+	CHECK_EQ(result[0], 42, "compared");
+	ibv_close_device(ctx);
+}
+
+static void query_device_and_port_report_an_active_hca(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_device_attr attr;
+	struct ibv_device_attr_ex ex;
+	struct ibv_port_attr port;
+	struct _compat_ibv_port_attr *compat;
+	unsigned char raw[sizeof(struct ibv_port_attr) + 16];
+
+	CHECK_EQ(ibv_query_device(ctx, &attr), 0, "ibv_query_device");
+	CHECK(attr.max_mr_size >= (1ull << 32), "max_mr_size %" PRIu64, attr.max_mr_size);
+	CHECK(attr.max_qp_wr >= 1024 && attr.max_sge >= 4 && attr.max_cqe >= 4096, "limits");
+	CHECK_EQ(attr.phys_port_cnt, 1, "ports");
+	/* The inline ibv_query_device_ex goes through the verbs_context. */
+	CHECK_EQ(ibv_query_device_ex(ctx, NULL, &ex), 0, "ibv_query_device_ex");
+	CHECK_EQ(ex.orig_attr.max_qp_wr, attr.max_qp_wr, "max_qp_wr via _ex");
+	/* The macro ibv_query_port is the inline ___ibv_query_port, which calls verbs_context.query_port. */
+	CHECK_EQ(ibv_query_port(ctx, 1, &port), 0, "ibv_query_port");
+	CHECK_EQ(port.state, IBV_PORT_ACTIVE, "port state");
+	CHECK(port.lid != 0, "lid");
+	CHECK_EQ(port.link_layer, IBV_LINK_LAYER_INFINIBAND, "link layer");
+	CHECK(ibv_query_port(ctx, 2, &port) != 0, "port 2 does not exist");
+	/* The exported symbol, as an FFM binding calls it, writes the compat struct and nothing past it. */
+	memset(raw, 0xee, sizeof(raw));
+	compat = (struct _compat_ibv_port_attr *)raw;
+	CHECK_EQ((ibv_query_port)(ctx, 1, compat), 0, "exported ibv_query_port");
+	CHECK_EQ(((struct ibv_port_attr *)raw)->state, IBV_PORT_ACTIVE, "compat state");
+	CHECK(all_bytes(raw + offsetof(struct ibv_port_attr, port_cap_flags2),
+			sizeof(raw) - offsetof(struct ibv_port_attr, port_cap_flags2), 0xee),
+	      "wrote past struct _compat_ibv_port_attr");
+	CHECK(strcmp(ibv_get_device_name(ctx->device), "mrdemu0") == 0, "name %s", ibv_get_device_name(ctx->device));
+	ibv_close_device(ctx);
+}
+
+/* ---- keys ------------------------------------------------------------------------------ */
+
+static void keys_are_mlx5_mkeys_and_a_stale_key_never_matches(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	char *a = shared_memory(4096), *b = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mb = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	uint32_t stale = mb->rkey, fresh;
+	struct pair p;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+
+	CHECK_EQ(ma->lkey, ma->rkey, "lkey == rkey");
+	CHECK((ma->lkey & 0xff) != 0, "variant never 0: 0x%x", ma->lkey);
+	CHECK(ma->lkey >> 8 != mb->lkey >> 8, "two MRs, two indexes");
+	CHECK_EQ(mb->handle, mb->lkey >> 8, "handle is the index");
+	/* Re-register the same index until it comes back (freed indexes are reused after EMU_REUSE_DISTANCE). */
+	CHECK_EQ(ibv_dereg_mr(mb), 0, "dereg");
+	mb = NULL;
+	for (int i = 0; i < 1000; i++) {
+		struct ibv_mr *m = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+		if (m->lkey >> 8 == stale >> 8) {
+			mb = m;
+			break;
+		}
+		CHECK_EQ(ibv_dereg_mr(m), 0, "dereg");
+	}
+	CHECK(mb, "index of key 0x%x never reused", stale);
+	fresh = mb->rkey;
+	CHECK(fresh != stale, "same index, new variant: 0x%x vs 0x%x", fresh, stale);
+
+	/* The stale rkey is refused at the target and no byte moves; the fresh one works. */
+	p = pair_on(ctx, pd, ALL_REMOTE);
+	memset(a, 'x', 4096);
+	memset(b, 0, 4096);
+	s = sge_of(a, 64, ma);
+	post_send_ok(p.a, 1, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)b, stale);
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_REM_ACCESS_ERR);
+	CHECK(all_bytes(b, 4096, 0), "a refused write moved bytes");
+	pair_destroy(&p);
+	p = pair_on(ctx, pd, ALL_REMOTE);
+	post_send_ok(p.a, 2, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)b, fresh);
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
+	CHECK(all_bytes(b, 64, 'x'), "the write with the live key");
+	pair_destroy(&p);
+
+	/* A stale lkey is refused locally. */
+	p = pair_on(ctx, pd, ALL_REMOTE);
+	s = sge_of(b, 64, mb);
+	s.lkey = stale;
+	post_send_ok(p.a, 3, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)a, fresh);
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_LOC_PROT_ERR);
+	ibv_close_device(ctx);
+}
+
+struct lkey_case {
+	const char *what;
+	enum ibv_wr_opcode op;
+	int bad;	/* 0 other PD, 1 range past the MR, 2 no LOCAL_WRITE for a READ, 3 garbage key */
+};
+
+static void a_bad_lkey_range_or_access_is_a_local_protection_error(void)
+{
+	static const struct lkey_case cases[] = {
+		{ "lkey of another PD", IBV_WR_RDMA_WRITE, 0 },
+		{ "SGE past the end of the MR", IBV_WR_SEND, 1 },
+		{ "READ into an MR without LOCAL_WRITE", IBV_WR_RDMA_READ, 2 },
+		{ "a key no MR has", IBV_WR_RDMA_WRITE, 3 },
+	};
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx), *other = alloc_pd(ctx);
+	char *a = shared_memory(8192), *b = shared_memory(8192);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *ro = reg(pd, a + 4096, 4096, 0);
+	struct ibv_mr *foreign = reg(other, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mb = reg(pd, b, 8192, IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct lkey_case *c = &cases[i];
+		struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+		struct ibv_sge s = sge_of(a, 64, ma), rs = sge_of(b, 8192, mb);
+		struct ibv_wc wc;
+
+		fprintf(stderr, "case: %s\n", c->what);
+		memset(a, 'a', 8192);
+		memset(b, 'b', 8192);
+		if (c->bad == 0)
+			s.lkey = foreign->lkey;
+		if (c->bad == 1)
+			s.length = 4097;
+		if (c->bad == 2)
+			s = sge_of(a + 4096, 64, ro);
+		if (c->bad == 3)
+			s.lkey = 0x00fffe42;
+		if (c->op == IBV_WR_SEND)
+			post_recv_ok(p.b, 9, &rs, 1);
+		post_send_ok(p.a, 1, c->op, &s, 1, (uintptr_t)b, mb->rkey);
+		wc = poll_one(p.cqa);
+		CHECK_STATUS(wc, IBV_WC_LOC_PROT_ERR);
+		CHECK(all_bytes(a, 8192, 'a') && all_bytes(b, 8192, 'b'), "%s moved bytes", c->what);
+		CHECK_EQ(qp_state(p.a), IBV_QPS_ERR, "requester in the error state");
+		CHECK_EQ(qp_state(p.b), IBV_QPS_RTS, "a local error leaves the responder alone");
+		pair_destroy(&p);
+	}
+	ibv_close_device(ctx);
+}
+
+struct rkey_case {
+	const char *what;
+	enum ibv_wr_opcode op;
+	int bad;	/* 0 MR lacks the access, 1 range past the MR, 2 MR of another PD, 3 QP lacks the access */
+	enum ibv_wc_status expected;
+};
+
+static void a_bad_rkey_range_or_access_at_the_target_is_refused(void)
+{
+	static const struct rkey_case cases[] = {
+		{ "WRITE with an rkey lacking REMOTE_WRITE", IBV_WR_RDMA_WRITE, 0, IBV_WC_REM_ACCESS_ERR },
+		{ "READ with an rkey lacking REMOTE_READ", IBV_WR_RDMA_READ, 0, IBV_WC_REM_ACCESS_ERR },
+		{ "WRITE past the end of the remote MR", IBV_WR_RDMA_WRITE, 1, IBV_WC_REM_ACCESS_ERR },
+		{ "READ past the end of the remote MR", IBV_WR_RDMA_READ, 1, IBV_WC_REM_ACCESS_ERR },
+		{ "WRITE with an rkey of another PD than the target QP's", IBV_WR_RDMA_WRITE, 2, IBV_WC_REM_ACCESS_ERR },
+		{ "WRITE to a QP without REMOTE_WRITE", IBV_WR_RDMA_WRITE, 3, IBV_WC_REM_INV_REQ_ERR },
+		{ "READ from a QP without REMOTE_READ", IBV_WR_RDMA_READ, 3, IBV_WC_REM_INV_REQ_ERR },
+	};
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx), *other = alloc_pd(ctx);
+	char *a = shared_memory(8192), *b = shared_memory(8192);
+	struct ibv_mr *ma = reg(pd, a, 8192, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *read_only = reg(pd, b, 4096, IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *write_only = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *both = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+	struct ibv_mr *foreign = reg(other, b, 8192, IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct rkey_case *c = &cases[i];
+		int read = c->op == IBV_WR_RDMA_READ;
+		unsigned int qp_access = ALL_REMOTE;
+		uint32_t rkey = both->rkey;
+		uint64_t remote = (uintptr_t)b;
+		struct ibv_sge s = sge_of(a, 64, ma);
+		struct pair p;
+		struct ibv_wc wc;
+
+		fprintf(stderr, "case: %s\n", c->what);
+		if (c->bad == 0)
+			rkey = read ? write_only->rkey : read_only->rkey;
+		if (c->bad == 1)
+			remote = (uintptr_t)b + 4096 - 32;
+		if (c->bad == 2)
+			rkey = foreign->rkey;
+		if (c->bad == 3)
+			qp_access = read ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
+		p = pair_on(ctx, pd, qp_access);
+		memset(a, 'a', 8192);
+		memset(b, 'b', 8192);
+		post_send_ok(p.a, 1, c->op, &s, 1, remote, rkey);
+		wc = poll_one(p.cqa);
+		CHECK_STATUS(wc, c->expected);
+		CHECK(all_bytes(a, 8192, 'a') && all_bytes(b, 8192, 'b'), "%s moved bytes", c->what);
+		CHECK_EQ(qp_state(p.a), IBV_QPS_ERR, "requester in the error state");
+		CHECK_EQ(qp_state(p.b), IBV_QPS_ERR, "responder in the error state (NAK)");
+		pair_destroy(&p);
+	}
+	ibv_close_device(ctx);
+}
+
+static void a_receive_too_small_fails_both_sides(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	char *a = shared_memory(4096), *b = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mb = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = sge_of(a, 100, ma), r = sge_of(b, 99, mb);
+	struct ibv_wc wc;
+
+	memset(a, 'a', 4096);
+	memset(b, 'b', 4096);
+	post_recv_ok(p.b, 5, &r, 1);
+	post_send_ok(p.a, 1, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_REM_INV_REQ_ERR);
+	wc = poll_one(p.cqb);
+	CHECK_STATUS(wc, IBV_WC_LOC_LEN_ERR);
+	CHECK_EQ(wc.wr_id, 5, "the receive that was too small");
+	CHECK(all_bytes(b, 4096, 'b'), "bytes moved into a receive that was too small");
+
+	/* A receive buffer whose lkey is bad at the responder: its local protection error, our remote one. */
+	pair_destroy(&p);
+	p = pair_on(ctx, pd, ALL_REMOTE);
+	r = sge_of(b, 4096, mb);
+	r.lkey ^= 0x10;
+	post_recv_ok(p.b, 6, &r, 1);
+	post_send_ok(p.a, 2, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_REM_OP_ERR);
+	CHECK_STATUS(poll_one(p.cqb), IBV_WC_LOC_PROT_ERR);
+	CHECK(all_bytes(b, 4096, 'b'), "bytes moved into a receive with a bad lkey");
+	ibv_close_device(ctx);
+}
+
+/* ---- RNR, error state, flush ----------------------------------------------------------------- */
+
+static void a_send_without_receive_waits_its_rnr_budget(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	char *a = shared_memory(4096), *b = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mb = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge s = sge_of(a, 16, ma), r = sge_of(b, 16, mb);
+	struct ibv_cq *cqa = create_cq(ctx, 16), *cqb = create_cq(ctx, 16);
+	struct ibv_qp *qa, *qb;
+	struct ibv_wc wc;
+	uint64_t start;
+
+	/* rnr_retry 0: the first RNR NAK is final. */
+	qa = create_qp(pd, cqa);
+	qb = create_qp(pd, cqb);
+	connect_qp_opts(qa, qb->qp_num, 0, 0, 1);
+	connect_qp_opts(qb, qa->qp_num, 0, 0, 1);
+	post_send_ok(qa, 1, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_STATUS(poll_one(cqa), IBV_WC_RNR_RETRY_EXC_ERR);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+
+	/* rnr_retry 7: waits as long as it takes, and goes on when the receive is posted. */
+	qa = create_qp(pd, cqa);
+	qb = create_qp(pd, cqb);
+	connect_qp_opts(qa, qb->qp_num, 0, 7, 1);
+	connect_qp_opts(qb, qa->qp_num, 0, 7, 1);
+	memcpy(a, "late receive", 12);
+	post_send_ok(qa, 2, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_EQ(ibv_poll_cq(cqa, 1, &wc), 0, "no completion before the receive");
+	post_recv_ok(qb, 20, &r, 1);
+	CHECK_STATUS(poll_one(cqa), IBV_WC_SUCCESS);
+	CHECK_STATUS(poll_one(cqb), IBV_WC_SUCCESS);
+	CHECK(memcmp(b, "late receive", 12) == 0, "received %.12s", b);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+
+	/* rnr_retry 3 x min_rnr_timer 20 (10.24 ms): fails after about 30 ms, not before. */
+	qa = create_qp(pd, cqa);
+	qb = create_qp(pd, cqb);
+	connect_qp_opts(qa, qb->qp_num, 0, 3, 20);
+	connect_qp_opts(qb, qa->qp_num, 0, 3, 20);
+	start = now_ms();
+	post_send_ok(qa, 3, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_STATUS(poll_one(cqa), IBV_WC_RNR_RETRY_EXC_ERR);
+	CHECK(now_ms() - start >= 30, "RNR retries exhausted after %" PRIu64 " ms", now_ms() - start);
+	ibv_close_device(ctx);
+}
+
+static void an_error_flushes_every_later_work_request(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	char *a = shared_memory(4096), *b = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *mb = reg(pd, b, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge s = sge_of(a, 16, ma), bad = s, r = sge_of(b, 16, mb);
+	struct ibv_send_wr wrs[4], *badwr;
+	struct ibv_wc wc;
+
+	memset(b, 'b', 4096);
+	bad.lkey ^= 0x01;
+	/* One post of four: the second fails, the two after it are flushed, unsignaled or not. */
+	memset(wrs, 0, sizeof(wrs));
+	for (int i = 0; i < 4; i++) {
+		wrs[i].wr_id = 100 + (uint64_t)i;
+		wrs[i].sg_list = i == 1 ? &bad : &s;
+		wrs[i].num_sge = 1;
+		wrs[i].opcode = IBV_WR_RDMA_WRITE;
+		wrs[i].send_flags = i == 2 ? 0 : IBV_SEND_SIGNALED;
+		wrs[i].wr.rdma.remote_addr = (uintptr_t)b;
+		wrs[i].wr.rdma.rkey = mb->rkey;
+		wrs[i].next = i < 3 ? &wrs[i + 1] : NULL;
+	}
+	memset(a, 'a', 16);
+	CHECK_EQ(ibv_post_send(p.a, wrs, &badwr), 0, "post four");
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_SUCCESS);
+	CHECK_EQ(wc.wr_id, 100, "in order");
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(wc.wr_id, 101, "in order");
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 102, "an unsignaled WR is flushed with a completion");
+	wc = poll_one(p.cqa);
+	CHECK_STATUS(wc, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 103, "in order");
+	CHECK_EQ(qp_state(p.a), IBV_QPS_ERR, "error state");
+
+	/* Posting to a QP in the error state is accepted and flushed, as a NIC does. */
+	post_send_ok(p.a, 104, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)b, mb->rkey);
+	CHECK_STATUS(poll_one(p.cqa), IBV_WC_WR_FLUSH_ERR);
+	CHECK(all_bytes(b + 16, 4096 - 16, 'b'), "bytes moved by a flushed WR");
+
+	/* Receives are flushed when the QP goes to the error state, as ibv_modify_qp(ERR) does. */
+	post_recv_ok(p.b, 200, &r, 1);
+	post_recv_ok(p.b, 201, &r, 1);
+	{
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+
+		CHECK_EQ(ibv_modify_qp(p.b, &attr, IBV_QP_STATE), 0, "to ERR");
+	}
+	wc = poll_one(p.cqb);
+	CHECK_STATUS(wc, IBV_WC_WR_FLUSH_ERR);
+	CHECK_EQ(wc.wr_id, 200, "flushed receive");
+	CHECK_EQ(poll_one(p.cqb).wr_id, 201, "flushed receive");
+	ibv_close_device(ctx);
+}
+
+static void work_requests_of_one_qp_execute_in_order(void)
+{
+	enum { N = 2000 };
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *cq = create_cq(ctx, 4096);
+	struct ibv_qp *qa = create_qp_caps(pd, cq, cq, 4096, 16, 1, 1), *qb = create_qp(pd, cq);
+	uint64_t *src = shared_memory(N * 8), *dst = shared_memory(4096);
+	struct ibv_mr *ms = reg(pd, src, N * 8, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *md = reg(pd, dst, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	connect_qp(qa, qb->qp_num);
+	connect_qp(qb, qa->qp_num);
+	for (uint64_t i = 0; i < N; i++) {
+		struct ibv_sge s = sge_of(&src[i], 8, ms);
+
+		src[i] = i + 1;
+		/* sq_sig_all: every WR completes, though posted unsignaled. */
+		CHECK_EQ(post_send_op(qa, i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, md->rkey, 0), 0, "post");
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		struct ibv_wc wc = poll_one(cq);
+
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		CHECK_EQ(wc.wr_id, i, "completions in posting order");
+	}
+	CHECK_EQ(dst[0], N, "the last write is the one that stays");
+	ibv_close_device(ctx);
+}
+
+/* ---- rings ------------------------------------------------------------------------------ */
+
+static void a_full_ring_is_enomem_until_completions_are_polled(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *cq = create_cq(ctx, 64);
+	struct ibv_qp *qa = create_qp_caps(pd, cq, cq, 4, 4, 1, 0), *qb = create_qp_caps(pd, cq, cq, 4, 4, 1, 0);
+	char *a = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge s = sge_of(a, 8, ma), r = sge_of(a + 1024, 8, ma);
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+	struct ibv_wc wc;
+
+	CHECK_EQ(ibv_query_qp(qa, &attr, IBV_QP_CAP, &init), 0, "query");
+	CHECK_EQ(init.cap.max_send_wr, 4, "send ring as asked");
+	CHECK_EQ(init.cap.max_recv_wr, 4, "receive ring as asked");
+	/* In RESET nothing can be posted; receives from INIT on. */
+	CHECK_EQ(post_recv_sges(qb, 1, &r, 1), EINVAL, "post_recv in RESET");
+	connect_qp(qa, qb->qp_num);
+	connect_qp(qb, qa->qp_num);
+	CHECK_EQ(post_recv_sges(qb, 1, &r, 1), 0, "recv 1");
+	CHECK_EQ(post_recv_sges(qb, 2, &r, 1), 0, "recv 2");
+	CHECK_EQ(post_recv_sges(qb, 3, &r, 1), 0, "recv 3");
+	CHECK_EQ(post_recv_sges(qb, 4, &r, 1), 0, "recv 4");
+	CHECK_EQ(post_recv_sges(qb, 5, &r, 1), ENOMEM, "the fifth receive does not fit");
+
+	/* Three unsignaled WRs and a signaled one fill the send ring: their slots free when that completion is polled. */
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(post_send_op(qa, 10 + (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, 0),
+			 0, "unsignaled");
+	CHECK_EQ(post_send_op(qa, 13, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
+		 0, "signaled");
+	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
+		 ENOMEM, "a full send ring, though the engine may have executed them all");
+	wc = poll_one(cq);
+	CHECK_EQ(wc.wr_id, 13, "the signaled one");
+	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
+		 0, "room again once its completion was polled");
+	CHECK_STATUS(poll_one(cq), IBV_WC_SUCCESS);
+
+	/* More SGEs than the QP was created with is EINVAL. */
+	{
+		struct ibv_sge two[2] = { s, s };
+
+		CHECK_EQ(post_send_op(qa, 15, IBV_WR_SEND, two, 2, 0, 0, IBV_SEND_SIGNALED), EINVAL, "two SGEs > 1");
+	}
+	ibv_close_device(ctx);
+}
+
+static void a_cq_overrun_is_reported_and_errors_the_qp(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *cqa = create_cq(ctx, 4), *cqb = create_cq(ctx, 16);
+	struct ibv_qp *qa = create_qp_caps(pd, cqa, cqa, 16, 4, 1, 1), *qb = create_qp(pd, cqb);
+	char *a = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge s = sge_of(a, 8, ma);
+	struct ibv_wc wc[8];
+	int n = 0, rc;
+	uint64_t deadline = now_ms() + 10000;
+
+	CHECK_EQ(cqa->cqe, 4, "CQ as asked");
+	connect_qp(qa, qb->qp_num);
+	connect_qp(qb, qa->qp_num);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ(post_send_op(qa, (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 1024), ma->rkey, 0), 0,
+			 "post");
+	/* The four that fit are delivered, then the overrun. */
+	while ((rc = ibv_poll_cq(cqa, 8, wc + n)) >= 0) {
+		n += rc;
+		CHECK(now_ms() < deadline, "no overrun within 10 s (%d polled)", n);
+		sched_yield();
+	}
+	CHECK_EQ(rc, -EOVERFLOW, "poll_cq after an overrun");
+	CHECK_EQ(n, 4, "completions that fit");
+	CHECK_EQ(qp_state(qa), IBV_QPS_ERR, "the QP whose completion was lost");
+	ibv_close_device(ctx);
+}
+
+/* ---- deregistration and DMA ------------------------------------------------------------------ */
+
+static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
+{
+	const size_t len = 64 * MIB;
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	unsigned char *src = shared_memory(len), *dst = shared_memory(len);
+	struct ibv_mr *ms = reg(pd, src, len, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *md = reg(pd, dst, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge s = sge_of(src, (uint32_t)len, ms);
+	volatile unsigned char *first = dst, *last = dst + len - 1;
+	struct ibv_wc wc;
+	int caught = 0;
+
+	for (int round = 0; round < 20 && !caught; round++) {
+		memset(src, 0xa0 + round, len);
+		memset(dst, 0, len);
+		post_send_ok(p.a, (uint64_t)round, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, md->rkey);
+		/* Wait until the copy is under way (its first chunk has landed), then deregister the target. */
+		while (*first == 0)
+			;
+		if (*last != 0) {
+			/* The copy finished before we got here: nothing proved; try again. */
+			CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
+			continue;
+		}
+		CHECK_EQ(ibv_dereg_mr(md), 0, "dereg during the copy");
+		/* The copy held the MR: it must be over, every byte in place, before dereg returned. */
+		CHECK(*last == 0xa0 + round, "ibv_dereg_mr returned while DMA into the MR was in flight (last byte %u)",
+		      *last);
+		CHECK(all_bytes(dst, len, (unsigned char)(0xa0 + round)), "incomplete copy after dereg");
+		wc = poll_one(p.cqa);
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		caught = 1;
+	}
+	CHECK(caught, "never caught the copy in flight in 20 rounds of 64 MiB");
+	ibv_close_device(ctx);
+}
+
+/* ---- objects and handles --------------------------------------------------------------------- */
+
+static void live_objects_count_and_busy_objects_refuse_destruction(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char *a = shared_memory(4096);
+	uint32_t live[4];
+
+	check_live(ctx, 0, 0, 0, 0);
+	pd = alloc_pd(ctx);
+	mr = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	cq = create_cq(ctx, 16);
+	qp = create_qp(pd, cq);
+	check_live(ctx, 1, 1, 1, 1);
+	CHECK_EQ(mrdemu_live_objects(NULL, live), 1, "contexts open in this process");
+	CHECK(live[0] == 1 && live[1] == 1 && live[2] == 1 && live[3] == 1, "process-wide counts");
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY, "a PD with an MR and a QP");
+	CHECK_EQ(ibv_destroy_cq(cq), EBUSY, "a CQ with a QP");
+	CHECK_EQ(ibv_destroy_qp(qp), 0, "destroy qp");
+	CHECK_EQ(ibv_destroy_cq(cq), 0, "destroy cq");
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY, "a PD with an MR");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
+	CHECK_EQ(ibv_dealloc_pd(pd), 0, "dealloc");
+	check_live(ctx, 0, 0, 0, 0);
+
+	/* By handle, from any context of the device. */
+	pd = alloc_pd(ctx);
+	cq = create_cq(ctx, 16);
+	qp = create_qp(pd, cq);
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_CQ, cq->handle), EBUSY, "CQ in use");
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_QP, qp->handle), 0, "QP by handle");
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_QP, qp->handle), EINVAL, "twice");
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_CQ, cq->handle), 0, "CQ by handle");
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, 3, 0), EINVAL, "unknown type");
+	CHECK_EQ(ibv_destroy_qp(qp), EINVAL, "the struct of a QP destroyed by handle");
+	check_live(ctx, 1, 0, 0, 0);
+	ibv_close_device(ctx);
+	CHECK_EQ(mrdemu_live_objects(NULL, live), 0, "no context left open");
+}
+
+static void registration_checks_what_the_kernel_checks(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	char *a = shared_memory(8192);
+	char *hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	munmap(hole, 4096);
+	CHECK(!ibv_reg_mr(pd, hole, 4096, IBV_ACCESS_LOCAL_WRITE) && errno == EFAULT, "unmapped: %s", strerror(errno));
+	CHECK(!ibv_reg_mr(pd, a, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL, "REMOTE_WRITE without LOCAL_WRITE");
+	CHECK(!ibv_reg_mr(pd, a, 0, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "zero length");
+	CHECK(!ibv_reg_mr(pd, a, 1ull << 41, IBV_ACCESS_LOCAL_WRITE) && errno == ENOMEM, "past max_mr_size");
+	/* The optional flags go through ibv_reg_mr_iova2, as the macro sends them. */
+	{
+		unsigned int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING;
+		struct ibv_mr *mr = ibv_reg_mr(pd, a, 8192, access);
+
+		CHECK(mr, "relaxed ordering: %s", strerror(errno));
+		CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
+	}
+	check_live(ctx, 1, 0, 0, 0);
+	ibv_close_device(ctx);
+}
+
+static void modify_qp_takes_only_the_transitions_and_attributes_of_rc(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *cq = create_cq(ctx, 16);
+	struct ibv_qp *qp = create_qp(pd, cq);
+	struct ibv_qp_attr a;
+
+	CHECK_EQ(qp_state(qp), IBV_QPS_RESET, "created in RESET");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL, "RESET to RTR");
+	a.qp_state = IBV_QPS_INIT;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT), EINVAL, "INIT without pkey and access");
+	a.port_num = 2;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL,
+		 "port 2");
+	a.port_num = 1;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0,
+		 "to INIT");
+	CHECK_EQ(qp_state(qp), IBV_QPS_INIT, "INIT");
+	CHECK_EQ(qp->state, IBV_QPS_INIT, "struct ibv_qp state");
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN), EINVAL, "RTR without path and PSN");
+	{
+		struct ibv_sge none = { 0 };
+
+		CHECK_EQ(post_send_op(qp, 1, IBV_WR_SEND, &none, 0, 0, 0, 0), EINVAL, "send before RTS");
+	}
+	connect_qp(create_qp(pd, cq), qp->qp_num);
+	a.qp_state = IBV_QPS_RESET;
+	CHECK_EQ(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0, "back to RESET");
+	CHECK_EQ(qp_state(qp), IBV_QPS_RESET, "RESET");
+	ibv_close_device(ctx);
+}
+
+static void import_pd_validates_its_handle(void)
+{
+	struct ibv_context *ctx = open_device(), *imported;
+	struct ibv_pd *pd = alloc_pd(ctx), *ipd;
+	char *a = shared_memory(4096);
+	struct ibv_mr *mr;
+
+	imported = ibv_import_device(dup(ctx->cmd_fd));
+	CHECK(imported, "import: %s", strerror(errno));
+	CHECK(!ibv_import_pd(imported, pd->handle + 1) && errno == EINVAL, "no such PD");
+	CHECK(!ibv_import_pd(imported, 100000) && errno == EINVAL, "out of range");
+	ipd = ibv_import_pd(imported, pd->handle);
+	CHECK(ipd, "import_pd: %s", strerror(errno));
+	CHECK_EQ(ipd->handle, pd->handle, "handle");
+	mr = reg(ipd, a, 4096, IBV_ACCESS_LOCAL_WRITE);
+	check_live(ctx, 1, 1, 0, 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), EBUSY, "the MR registered through the import is on the same PD");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
+	ibv_unimport_pd(ipd);
+	check_live(imported, 1, 0, 0, 0);
+	CHECK(!ibv_import_device(open("/dev/null", O_RDWR)) && errno == EINVAL, "not a device fd");
+	CHECK_EQ(ibv_close_device(imported), 0, "close the import");
+	check_live(ctx, 1, 0, 0, 0);
+	CHECK_EQ(ibv_dealloc_pd(pd), 0, "dealloc");
+	ibv_close_device(ctx);
+}
+
+/* ---- processes -------------------------------------------------------------------------------- */
+
+static void wait_child(pid_t pid, const char *what)
+{
+	int status;
+
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s failed (status 0x%x)", what, status);
+}
+
+static void write_u32(int fd, uint32_t v)
+{
+	CHECK(write(fd, &v, sizeof(v)) == sizeof(v), "pipe write");
+}
+
+static uint32_t read_u32(int fd)
+{
+	uint32_t v;
+
+	CHECK(read(fd, &v, sizeof(v)) == sizeof(v), "pipe read");
+	return v;
+}
+
+/*
+ * A child imports the parent's device by a dup of its fd, creates its own CQ
+ * and QP in the imported PD, registers its own MR, and exchanges SEND and
+ * RDMA WRITE with the parent's QP; the parent's engine moves every byte. The
+ * child then dies without destroying its queues: they stay until destroyed
+ * by handle.
+ */
+static void another_process_imports_the_device_and_posts(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *cq = create_cq(ctx, 64);
+	struct ibv_qp *qp = create_qp(pd, cq);
+	char *pmem = shared_memory(4096), *cmem = shared_memory(4096);
+	struct ibv_mr *pmr = reg(pd, pmem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	int to_child[2], to_parent[2];
+	uint32_t child_qpn, child_cq, child_qp, child_rkey;
+	struct ibv_sge s;
+	pid_t pid;
+
+	CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0, "pipes");
+	memset(pmem, 0, 4096);
+	memset(cmem, 0, 4096);
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct ibv_context *ictx = ibv_import_device(dup(ctx->cmd_fd));
+		struct ibv_pd *ipd;
+		struct ibv_cq *icq;
+		struct ibv_qp *iqp;
+		struct ibv_mr *cmr;
+		struct ibv_sge r, w;
+		struct ibv_wc wc;
+
+		CHECK(ictx, "import_device: %s", strerror(errno));
+		ipd = ibv_import_pd(ictx, read_u32(to_child[0]));
+		CHECK(ipd, "import_pd: %s", strerror(errno));
+		icq = create_cq(ictx, 64);
+		iqp = create_qp(ipd, icq);
+		cmr = reg(ipd, cmem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		connect_qp(iqp, read_u32(to_child[0]));
+		write_u32(to_parent[1], iqp->qp_num);
+		write_u32(to_parent[1], icq->handle);
+		write_u32(to_parent[1], iqp->handle);
+		write_u32(to_parent[1], cmr->rkey);
+		/* Receive the parent's SEND, then RDMA WRITE into the parent's memory. */
+		r = sge_of(cmem, 64, cmr);
+		post_recv_ok(iqp, 1, &r, 1);
+		write_u32(to_parent[1], 1);
+		wc = poll_one(icq);
+		CHECK_STATUS(wc, IBV_WC_SUCCESS);
+		CHECK(memcmp(cmem, "from the parent", 15) == 0, "child received %.15s", cmem);
+		memcpy(cmem + 1024, "from the child", 14);
+		w = sge_of(cmem + 1024, 14, cmr);
+		post_send_ok(iqp, 2, IBV_WR_RDMA_WRITE, &w, 1, (uintptr_t)pmem, read_u32(to_child[0]));
+		CHECK_STATUS(poll_one(icq), IBV_WC_SUCCESS);
+		/* The MR this process registered is deregistered here, where it was registered. */
+		CHECK_EQ(read_u32(to_child[0]), 2, "go");
+		CHECK_EQ(ibv_dereg_mr(cmr), 0, "child dereg");
+		write_u32(to_parent[1], 3);
+		/* Die holding the CQ and QP. */
+		_exit(0);
+	}
+	write_u32(to_child[1], pd->handle);
+	write_u32(to_child[1], qp->qp_num);
+	child_qpn = read_u32(to_parent[0]);
+	child_cq = read_u32(to_parent[0]);
+	child_qp = read_u32(to_parent[0]);
+	child_rkey = read_u32(to_parent[0]);
+	connect_qp(qp, child_qpn);
+	CHECK_EQ(read_u32(to_parent[0]), 1, "child posted its receive");
+	memcpy(pmem + 2048, "from the parent", 15);
+	s = sge_of(pmem + 2048, 15, pmr);
+	post_send_ok(qp, 10, IBV_WR_SEND, &s, 1, 0, 0);
+	CHECK_STATUS(poll_one(cq), IBV_WC_SUCCESS);
+	write_u32(to_child[1], pmr->rkey);
+	/* The parent can also write into the child's MR, by the rkey the child passed. */
+	post_send_ok(qp, 11, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(cmem + 3000), child_rkey);
+	CHECK_STATUS(poll_one(cq), IBV_WC_SUCCESS);
+	CHECK(memcmp(cmem + 3000, "from the parent", 15) == 0, "written into the child's MR");
+	write_u32(to_child[1], 2);
+	CHECK_EQ(read_u32(to_parent[0]), 3, "child deregistered");
+	wait_child(pid, "child");
+	{
+		uint64_t deadline = now_ms() + 10000;
+
+		/* The child's write lands before its completion, and the parent sees the same memory. */
+		while (memcmp(pmem, "from the child", 14) != 0)
+			CHECK(now_ms() < deadline, "child's write never seen: %.14s", pmem);
+	}
+	/* The dead child's CQ and QP live on; the MR it deregistered does not. */
+	check_live(ctx, 1, 1, 2, 2);
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_QP, child_qp), 0, "child's QP by handle");
+	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_CQ, child_cq), 0, "child's CQ by handle");
+	check_live(ctx, 1, 1, 1, 1);
+	ibv_close_device(ctx);
+}
+
+struct poster {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_mr *src, *dst;
+	uint64_t *src_mem, *dst_mem;
+	int count;
+	int failed;
+};
+
+static void *post_many(void *arg)
+{
+	struct poster *p = arg;
+
+	for (int i = 0; i < p->count; i++) {
+		struct ibv_sge s = sge_of(&p->src_mem[i % 64], 8, p->src);
+		struct ibv_wc wc;
+		uint64_t deadline = now_ms() + 10000;
+		int n;
+
+		p->src_mem[i % 64] = (uint64_t)i;
+		if (post_send_op(p->qp, (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)&p->dst_mem[i % 64],
+				 p->dst->rkey, IBV_SEND_SIGNALED) != 0)
+			return p->failed = 1, NULL;
+		while ((n = ibv_poll_cq(p->cq, 1, &wc)) == 0 && now_ms() < deadline)
+			sched_yield();
+		if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)i ||
+		    p->dst_mem[i % 64] != (uint64_t)i)
+			return p->failed = 1, NULL;
+	}
+	return NULL;
+}
+
+/* Several processes, each with threads, post to their own QPs at once; the engine serves them all. */
+static void several_processes_post_at_once(void)
+{
+	enum { PROCS = 3, THREADS = 2, COUNT = 2000 };
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_cq *sink_cq = create_cq(ctx, 16);
+	uint64_t *mem = shared_memory(PROCS * THREADS * 2 * 64 * 8);
+	struct ibv_mr *mr = reg(pd, mem, PROCS * THREADS * 2 * 64 * 8, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	pid_t pids[PROCS];
+
+	for (int p = 0; p < PROCS; p++) {
+		pids[p] = fork();
+		CHECK(pids[p] >= 0, "fork");
+		if (pids[p] == 0) {
+			struct ibv_context *ictx = ibv_import_device(dup(ctx->cmd_fd));
+			struct ibv_pd *ipd = ictx ? ibv_import_pd(ictx, pd->handle) : NULL;
+			struct poster posters[THREADS];
+			pthread_t threads[THREADS];
+
+			CHECK(ipd, "import: %s", strerror(errno));
+			for (int t = 0; t < THREADS; t++) {
+				struct poster *ps = &posters[t];
+				uint64_t *base = mem + (size_t)(p * THREADS + t) * 128;
+				struct ibv_qp *peer;
+
+				ps->cq = create_cq(ictx, 64);
+				ps->qp = create_qp(ipd, ps->cq);
+				peer = create_qp(ipd, sink_cq);
+				connect_qp(ps->qp, peer->qp_num);
+				connect_qp(peer, ps->qp->qp_num);
+				ps->src = ps->dst = mr;
+				ps->src_mem = base;
+				ps->dst_mem = base + 64;
+				ps->count = COUNT;
+				ps->failed = 0;
+				CHECK(pthread_create(&threads[t], NULL, post_many, ps) == 0, "thread");
+			}
+			for (int t = 0; t < THREADS; t++) {
+				pthread_join(threads[t], NULL);
+				CHECK(!posters[t].failed, "process %d thread %d: a write did not complete as posted", p, t);
+			}
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < PROCS; p++)
+		wait_child(pids[p], "poster process");
+	ibv_close_device(ctx);
+}
+
+/* ---- the engine --------------------------------------------------------------------------------- */
+
+/* utime + stime of the thread named name, in clock ticks; -1 if there is none. */
+static long thread_cpu_ticks(const char *name, int *count)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	long ticks = -1;
+
+	*count = 0;
+	CHECK(dir, "/proc/self/task");
+	while ((d = readdir(dir))) {
+		char path[320], comm[64] = "", stat[1024];
+		FILE *f;
+		char *p;
+		unsigned long ut, st;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		if (strcmp(comm, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", d->d_name);
+		CHECK((f = fopen(path, "r")), "%s", path);
+		CHECK(fgets(stat, sizeof(stat), f), "read %s", path);
+		fclose(f);
+		/* Fields after the ")" of comm: state is 3rd, utime the 14th, stime the 15th. */
+		p = strrchr(stat, ')');
+		CHECK(p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2,
+		      "parse %s", stat);
+		ticks = (long)(ut + st);
+		(*count)++;
+	}
+	closedir(dir);
+	return ticks;
+}
+
+static void an_idle_device_costs_no_cpu(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	struct pair p = pair_on(ctx, pd, ALL_REMOTE);
+	char *a = shared_memory(4096);
+	struct ibv_mr *ma = reg(pd, a, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge s = sge_of(a, 8, ma);
+	long before, after, hz = sysconf(_SC_CLK_TCK);
+	int engines;
+
+	/* Some work first, so the engine has been through its loop, then a send waiting for a receive forever. */
+	for (int i = 0; i < 100; i++) {
+		post_send_ok(p.a, (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 1024), ma->rkey);
+		CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
+	}
+	post_send_ok(p.a, 1000, IBV_WR_SEND, &s, 1, 0, 0);
+	before = thread_cpu_ticks("mrdemu-dma", &engines);
+	CHECK_EQ(engines, 1, "one DMA engine thread");
+	sleep(1);
+	after = thread_cpu_ticks("mrdemu-dma", &engines);
+	/* One second is hz ticks of CPU for a polling thread; a sleeping one takes none. 5% is generous. */
+	CHECK(after - before <= hz / 20, "the idle DMA engine used %ld of %ld ticks in 1 s", after - before, hz);
+	ibv_close_device(ctx);
+	thread_cpu_ticks("mrdemu-dma", &engines);
+	CHECK_EQ(engines, 0, "ibv_close_device joined the engine");
+}
+
+static void closing_the_opener_ends_the_device_for_importers(void)
+{
+	struct ibv_context *ctx = open_device(), *imported;
+	struct ibv_pd *pd = alloc_pd(ctx), *ipd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_sge none = { 0 };
+
+	imported = ibv_import_device(dup(ctx->cmd_fd));
+	CHECK(imported, "import");
+	ipd = ibv_import_pd(imported, pd->handle);
+	cq = create_cq(imported, 16);
+	qp = create_qp(ipd, cq);
+	connect_qp(qp, qp->qp_num);
+	check_live(imported, 1, 0, 1, 1);
+	ibv_close_device(ctx);
+	check_live(imported, 0, 0, 0, 0);
+	CHECK_EQ(post_send_op(qp, 1, IBV_WR_SEND, &none, 0, 0, 0, 0), EIO, "post on a gone device");
+	CHECK(!ibv_alloc_pd(imported) && errno == EIO, "alloc on a gone device");
+	CHECK(!ibv_import_device(dup(imported->cmd_fd)) && errno == EIO, "import of a gone device");
+	CHECK_EQ(ibv_destroy_qp(qp), 0, "destroy on a gone device frees the struct");
+	CHECK_EQ(ibv_destroy_cq(cq), 0, "destroy on a gone device frees the struct");
+	ibv_unimport_pd(ipd);
+	CHECK_EQ(ibv_close_device(imported), 0, "close the import");
+}
+
+static void device_list_follows_mrdemu_devices(void)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	setenv("MRDEMU_DEVICES", "3", 1);
+	list = ibv_get_device_list(&n);
+	CHECK_EQ(n, 3, "devices");
+	CHECK(strcmp(ibv_get_device_name(list[2]), "mrdemu2") == 0, "third name");
+	CHECK(list[3] == NULL, "NULL-terminated");
+	{
+		struct ibv_context *ctx = ibv_open_device(list[2]);
+		struct ibv_port_attr port;
+
+		CHECK(ctx, "open mrdemu2");
+		CHECK(strcmp(ctx->device->name, "mrdemu2") == 0, "context's device");
+		CHECK_EQ(ibv_query_port(ctx, 1, &port), 0, "port");
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	setenv("MRDEMU_DEVICES", "0", 1);
+	list = ibv_get_device_list(&n);
+	CHECK(list && n == 0 && list[0] == NULL, "no devices");
+	ibv_free_device_list(list);
+}
+
+/* ---- main ---------------------------------------------------------------------------------------- */
+
+struct test_case {
+	const char *name;
+	void (*run)(void);
+};
+
+#define CASE(f) { #f, f }
+
+static const struct test_case cases[] = {
+	CASE(send_write_read_move_the_bytes_and_complete),
+	CASE(atomics_fetch_add_and_compare_swap),
+	CASE(query_device_and_port_report_an_active_hca),
+	CASE(keys_are_mlx5_mkeys_and_a_stale_key_never_matches),
+	CASE(a_bad_lkey_range_or_access_is_a_local_protection_error),
+	CASE(a_bad_rkey_range_or_access_at_the_target_is_refused),
+	CASE(a_receive_too_small_fails_both_sides),
+	CASE(a_send_without_receive_waits_its_rnr_budget),
+	CASE(an_error_flushes_every_later_work_request),
+	CASE(work_requests_of_one_qp_execute_in_order),
+	CASE(a_full_ring_is_enomem_until_completions_are_polled),
+	CASE(a_cq_overrun_is_reported_and_errors_the_qp),
+	CASE(dereg_returns_only_after_the_dma_on_the_mr_is_over),
+	CASE(live_objects_count_and_busy_objects_refuse_destruction),
+	CASE(registration_checks_what_the_kernel_checks),
+	CASE(modify_qp_takes_only_the_transitions_and_attributes_of_rc),
+	CASE(import_pd_validates_its_handle),
+	CASE(another_process_imports_the_device_and_posts),
+	CASE(several_processes_post_at_once),
+	CASE(an_idle_device_costs_no_cpu),
+	CASE(closing_the_opener_ends_the_device_for_importers),
+	CASE(device_list_follows_mrdemu_devices),
+};
+
+int main(int argc, char **argv)
+{
+	size_t n = sizeof(cases) / sizeof(cases[0]);
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	for (int a = 1; a < argc; a++) {
+		size_t i;
+
+		for (i = 0; i < n && strcmp(cases[i].name, argv[a]) != 0; i++)
+			;
+		if (i == n) {
+			fprintf(stderr, "no test case %s (--list shows them)\n", argv[a]);
+			return 2;
+		}
+		cases[i].run();
+		printf("%s: passed\n", argv[a]);
+	}
+	if (argc == 1) {
+		for (size_t i = 0; i < n; i++) {
+			cases[i].run();
+			printf("%s: passed\n", cases[i].name);
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,79 @@
+package io.mrd.emulator;
+
+import io.mrd.testing.EmulatedDevice;
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.TestFactory;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The emulated RDMA device's own tests: {@code emulator/test/mrdemu_test.c}, compiled against the installed
+ * {@code <infiniband/verbs.h>} and linked with {@code libmrdemu.so}, one JUnit test per C case, each in its own
+ * process (the cross-process cases fork). A failing case shows the C program's output: file:line, the check and
+ * the values.
+ */
+final class EmulatorTest
+{
+    private static final long CASE_TIMEOUT_SECONDS = 120;
+
+    @TestFactory
+    Stream<DynamicTest> everyCaseOfTheDevicesTestProgramPasses()
+    {
+        final Path program = EmulatedDevice.testProgram();
+        final List<String> cases = run(program, "--list").lines().filter(s -> !s.isBlank()).toList();
+        assertFalse(cases.isEmpty(), program + " --list printed no case");
+        return cases.stream().map(name -> DynamicTest.dynamicTest(name, () ->
+        {
+            final String output = run(program, name);
+            System.out.print(output);
+        }));
+    }
+
+    private static String run(final Path program, final String argument)
+    {
+        try
+        {
+            final Path out = Files.createTempFile("mrdemu-test-", ".out");
+            try
+            {
+                final Process process = new ProcessBuilder(program.toString(), argument)
+                    .redirectErrorStream(true)
+                    .redirectOutput(out.toFile())
+                    .start();
+                if (!process.waitFor(CASE_TIMEOUT_SECONDS, TimeUnit.SECONDS))
+                {
+                    process.destroyForcibly().waitFor();
+                    fail(argument + " did not finish within " + CASE_TIMEOUT_SECONDS + " s; its output:\n" +
+                        Files.readString(out, StandardCharsets.UTF_8));
+                }
+                final String output = Files.readString(out, StandardCharsets.UTF_8);
+                assertEquals(0, process.exitValue(), () -> program.getFileName() + " " + argument + " failed:\n" +
+                    output);
+                return output;
+            }
+            finally
+            {
+                Files.deleteIfExists(out);
+            }
+        }
+        catch (final IOException ex)
+        {
+            throw new AssertionError("cannot run " + program + ": " + ex, ex);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", ex);
+        }
+    }
+}
