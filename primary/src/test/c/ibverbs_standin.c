@@ -12,16 +12,8 @@
  *
  * Test controls (standin_*) let the test choose how many devices exist, make
  * registrations fail with a chosen errno, and count what is still open.
- *
- * A context's cmd_fd is a memfd named "mrd-standin-cmd", so that sharing it
- * (IMPORT_PD) passes a real descriptor. Built with -DSTANDIN_DESTROY_BY_HANDLE
- * it also exports the emulated device's mrdemu_destroy_by_handle, recording
- * its arguments and failing EINVAL for handle 0xBAD.
  */
-#define _GNU_SOURCE
 #include <infiniband/verbs.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <errno.h>
 #include <stddef.h>
@@ -97,7 +89,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	context->device = device;
-	context->cmd_fd = memfd_create("mrd-standin-cmd", MFD_CLOEXEC);
+	context->cmd_fd = -1;
 	context->async_fd = -1;
 	__atomic_add_fetch(&live_contexts, 1, __ATOMIC_SEQ_CST);
 	return context;
@@ -106,8 +98,6 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	__atomic_sub_fetch(&live_contexts, 1, __ATOMIC_SEQ_CST);
-	if (context->cmd_fd >= 0)
-		close(context->cmd_fd);
 	free(context);
 	return 0;
 }
@@ -188,30 +178,6 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	free(mr);
 	return 0;
 }
-
-#ifdef STANDIN_DESTROY_BY_HANDLE
-static int last_destroyed_kind;
-static uint32_t last_destroyed_handle;
-static int destroyed;
-
-int mrdemu_destroy_by_handle(struct ibv_context *context, int kind, uint32_t handle)
-{
-	if (!context || handle == 0xBAD)
-		return EINVAL;
-	__atomic_store_n(&last_destroyed_kind, kind, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&last_destroyed_handle, handle, __ATOMIC_SEQ_CST);
-	__atomic_add_fetch(&destroyed, 1, __ATOMIC_SEQ_CST);
-	return 0;
-}
-
-/* The last destroy by handle as (kind << 32) | handle, and how many there were. */
-uint64_t standin_last_destroyed(void)
-{
-	return ((uint64_t)__atomic_load_n(&last_destroyed_kind, __ATOMIC_SEQ_CST) << 32) |
-	       __atomic_load_n(&last_destroyed_handle, __ATOMIC_SEQ_CST);
-}
-int standin_destroyed(void) { return __atomic_load_n(&destroyed, __ATOMIC_SEQ_CST); }
-#endif
 
 /* ---- test controls ----------------------------------------------------------- */
 

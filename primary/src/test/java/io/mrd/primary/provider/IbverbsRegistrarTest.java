@@ -287,18 +287,6 @@ final class IbverbsRegistrarTest
     }
 
     @Test
-    void withoutDestroyByHandleTheQueuesOfAGoneClientAreSaidToLiveUntilTheDaemonRestarts()
-    {
-        final SharedDevice device = registrar(config()).sharedDevice().orElseThrow();
-        assertFalse(device.destroysByHandle(), "libibverbs has no destroy by handle");
-        final String why = device.whyQueuesOutliveTheirClient().orElseThrow();
-        assertTrue(why.startsWith(standIn + " has no mrdemu_destroy_by_handle"), why);
-        assertTrue(why.endsWith("live until the daemon restarts"), why);
-        assertEquals(ErrorCode.EOPNOTSUPP,
-            assertThrows(MrdException.class, () -> device.destroyQueue(SharedDevice.QP, 1)).code());
-    }
-
-    @Test
     void picksTheDeviceNamedByDevice() throws Throwable
     {
         setDeviceCount.invokeExact(3);

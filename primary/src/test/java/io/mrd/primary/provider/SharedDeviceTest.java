@@ -3,39 +3,43 @@ package io.mrd.primary.provider;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
+import io.mrd.secondary.verbs.CompletionQueue;
+import io.mrd.secondary.verbs.QpCaps;
+import io.mrd.secondary.verbs.QueuePair;
+import io.mrd.secondary.verbs.QueueReporter;
+import io.mrd.secondary.verbs.Verbs;
+import io.mrd.testing.EmulatedDevice;
+import io.mrd.testing.LiveObjects;
 import io.mrd.testing.VerbsHeader;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * What IMPORT_PD shares and how a gone client's queues are destroyed, against the ibverbs stand-in built with
- * the emulated device's {@code mrdemu_destroy_by_handle} ({@code -DSTANDIN_DESTROY_BY_HANDLE}); and the offsets
- * read from {@code struct ibv_context} and {@code struct ibv_pd}, against the installed header.
+ * What IMPORT_PD shares and how a gone client's queues are destroyed: on the emulated device (a secondary's
+ * import in this process stands for another process's), and with a library that lacks the destroy by handle
+ * (a real libibverbs), whose context is faked; and the offsets read from {@code struct ibv_context} and
+ * {@code struct ibv_pd}, against the installed header.
  */
 final class SharedDeviceTest
 {
     @TempDir
-    static Path buildDir;
-
-    private static StandIn standIn;
-
-    @BeforeAll
-    static void compileStandIn() throws Exception
-    {
-        standIn = StandIn.withDestroyByHandle(buildDir);
-    }
+    Path buildDir;
 
     @Test
     void readsCmdFdAndPdHandleAtTheInstalledHeadersOffsets() throws Exception
@@ -61,25 +65,23 @@ final class SharedDeviceTest
     }
 
     @Test
-    void sharesADuplicateOfTheCommandFileAndThePdHandle() throws Exception
+    void aDuplicateOfTheCommandFileAndThePdHandleImportTheDaemonsDeviceAndPd() throws Exception
     {
-        final IbverbsRegistrar ibverbs =
-            new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(standIn.library()));
+        final Path library = EmulatedDevice.library();
+        final IbverbsRegistrar ibverbs = new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(library));
         final SharedDevice device = ibverbs.sharedDevice().orElseThrow();
         try
         {
-            assertEquals("mrd_standin0", device.deviceName());
-            assertEquals(7, device.pdHandle(), "the stand-in's ibv_pd.handle");
+            assertEquals(EmulatedDevice.DEVICE_NAME, device.deviceName());
             final int copy = device.duplicateCommandFd();
-            try
+            assertNotEquals(device.commandFd(), copy);
+            assertEquals("/memfd:mrdemu0", Files.readSymbolicLink(Path.of("/proc/self/fd/" + copy)).toString()
+                .replace(" (deleted)", ""), "a descriptor of the context's command file");
+            // ibv_import_pd refuses a handle that names no live PD of the device: the import is the proof
+            try (Verbs verbs = Verbs.importDevice(library.toString(), copy, device.pdHandle(), device.deviceName(),
+                QueueReporter.NONE))
             {
-                assertNotEquals(device.commandFd(), copy);
-                assertTrue(Files.readSymbolicLink(Path.of("/proc/self/fd/" + copy)).toString()
-                    .startsWith("/memfd:mrd-standin-cmd"), "a descriptor of the context's command file");
-            }
-            finally
-            {
-                Posix.close(copy);
+                assertEquals(device.pdHandle(), verbs.pdHandle());
             }
         }
         finally
@@ -92,31 +94,74 @@ final class SharedDeviceTest
     }
 
     @Test
-    void destroysAQueueByHandleThroughTheExtensionAndNamesTheHandleWhenTheDeviceRefuses() throws Throwable
+    void destroysByHandleTheQueuesAnotherContextCreatedAndNamesAHandleTheDeviceRefuses()
     {
-        final IbverbsRegistrar ibverbs =
-            new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(standIn.library()));
+        final Path library = EmulatedDevice.library();
+        final IbverbsRegistrar ibverbs = new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(library));
         try
         {
             final SharedDevice device = ibverbs.sharedDevice().orElseThrow();
             assertTrue(device.destroysByHandle());
             assertTrue(device.whyQueuesOutliveTheirClient().isEmpty());
-            final int before = standIn.destroyed();
-            device.destroyQueue(SharedDevice.QP, 42);
-            assertEquals((2L << 32) | 42, standIn.lastDestroyed());
-            device.destroyQueue(SharedDevice.CQ, 43);
-            assertEquals((1L << 32) | 43, standIn.lastDestroyed());
-            assertEquals(before + 2, standIn.destroyed());
+            try (Verbs verbs = Verbs.importDevice(library.toString(), device.duplicateCommandFd(), device.pdHandle(),
+                device.deviceName(), QueueReporter.NONE))
+            {
+                final LiveObjects before = LiveObjects.of(library, verbs.context());
+                final CompletionQueue cq = verbs.createCq(16);
+                final QueuePair qp = verbs.createRcQp(cq, cq, QpCaps.of(8, 2));
+                assertEquals(new LiveObjects(before.pds(), before.mrs(), before.cqs() + 1, before.qps() + 1),
+                    LiveObjects.of(library, verbs.context()));
 
-            final MrdException refused = assertThrows(MrdException.class,
-                () -> device.destroyQueue(SharedDevice.CQ, 0xBAD));
-            assertEquals(ErrorCode.EINVAL, refused.code());
-            assertEquals("EINVAL: mrdemu_destroy_by_handle(CQ handle 2989) on mrd_standin0 failed: EINVAL: " +
-                "Invalid argument", refused.oneLine());
+                assertEquals(ErrorCode.EBUSY, assertThrows(MrdException.class,
+                    () -> device.destroyQueue(SharedDevice.CQ, cq.handle())).code(), "a QP still uses the CQ");
+                device.destroyQueue(SharedDevice.QP, qp.handle());
+                device.destroyQueue(SharedDevice.CQ, cq.handle());
+                assertEquals(before, LiveObjects.of(library, verbs.context()));
+
+                final MrdException refused = assertThrows(MrdException.class,
+                    () -> device.destroyQueue(SharedDevice.QP, qp.handle()));
+                assertEquals(ErrorCode.EINVAL, refused.code());
+                assertEquals("EINVAL: mrdemu_destroy_by_handle(QP handle " + Integer.toUnsignedString(qp.handle()) +
+                    ") on mrdemu0 failed: EINVAL: Invalid argument", refused.oneLine());
+            }
         }
         finally
         {
             ibverbs.close();
+        }
+    }
+
+    @Test
+    void withoutTheExtensionTheQueuesOfAGoneClientAreSaidToLiveUntilTheDaemonRestarts()
+    {
+        final int memfd = Posix.memfdCreate("fake-cmd", Posix.MFD_CLOEXEC);
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment context = arena.allocate(SharedDevice.IBV_CONTEXT_HEAD);
+            context.set(JAVA_INT, SharedDevice.IBV_CONTEXT_HEAD.byteOffset(groupElement("cmd_fd")), memfd);
+            final MemorySegment pd = arena.allocate(SharedDevice.IBV_PD);
+            pd.set(JAVA_INT, SharedDevice.IBV_PD.byteOffset(groupElement("handle")), 9);
+            final SharedDevice device = new SharedDevice("mlx5_0", "libibverbs.so.1", name -> Optional.empty(),
+                context, pd);
+            assertEquals(9, device.pdHandle());
+            assertEquals(memfd, device.commandFd());
+            Posix.close(device.duplicateCommandFd());
+            assertFalse(device.destroysByHandle(), "libibverbs has no destroy by handle");
+            assertEquals("libibverbs.so.1 has no mrdemu_destroy_by_handle (libibverbs cannot destroy another " +
+                "process's queue on a shared context): the queues of a secondary that ends without destroying them " +
+                "live until the daemon restarts", device.whyQueuesOutliveTheirClient().orElseThrow());
+            assertEquals(ErrorCode.EOPNOTSUPP,
+                assertThrows(MrdException.class, () -> device.destroyQueue(SharedDevice.QP, 1)).code());
+
+            context.set(JAVA_INT, SharedDevice.IBV_CONTEXT_HEAD.byteOffset(groupElement("cmd_fd")), -1);
+            final MrdException noFile = assertThrows(MrdException.class, () -> new SharedDevice("mlx5_0",
+                "libibverbs.so.1", name -> Optional.empty(), context, pd).duplicateCommandFd());
+            assertEquals(ErrorCode.EOPNOTSUPP, noFile.code());
+            assertTrue(noFile.getMessage().contains("has no command file (cmd_fd -1) to share"), noFile.getMessage());
+        }
+        finally
+        {
+            Posix.close(memfd);
         }
     }
 }

@@ -8,10 +8,15 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.UnixSocket;
-import io.mrd.primary.provider.StandIn;
 import io.mrd.secondary.DaemonConnection;
 import io.mrd.secondary.ReplyReader;
-import org.junit.jupiter.api.BeforeAll;
+import io.mrd.secondary.verbs.CompletionQueue;
+import io.mrd.secondary.verbs.QpCaps;
+import io.mrd.secondary.verbs.QueuePair;
+import io.mrd.secondary.verbs.QueueReporter;
+import io.mrd.secondary.verbs.Verbs;
+import io.mrd.testing.EmulatedDevice;
+import io.mrd.testing.LiveObjects;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,30 +36,21 @@ import static io.mrd.primary.server.ServerFixture.await;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * IMPORT_PD and QUEUES against an in-process daemon on the ibverbs stand-in (whose context's command file is a
- * memfd named {@code mrd-standin-cmd} and which has the emulated device's {@code mrdemu_destroy_by_handle}), and
- * against a soft daemon, which has no device to share.
+ * IMPORT_PD and QUEUES against an in-process daemon on the emulated device (whose context's command file is a
+ * memfd named {@code mrdemu0}; the test's own imports stand for other processes'), and against a soft daemon,
+ * which has no device to share.
  */
 class DeviceSharingTest
 {
     private static final long BASE = ServerFixture.base(6);
-    private static final String COMMAND_FILE = "/memfd:mrd-standin-cmd";
+    private static final String COMMAND_FILE = "/memfd:mrdemu0";
 
-    @TempDir
-    static Path buildDir;
     @TempDir
     Path dir;
-
-    private static StandIn standIn;
-
-    @BeforeAll
-    static void buildStandIn() throws Exception
-    {
-        standIn = StandIn.withDestroyByHandle(buildDir);
-    }
 
     @Test
     void aSoftDaemonRefusesBothNamingTheProviderThatHasADevice()
@@ -75,32 +71,32 @@ class DeviceSharingTest
     }
 
     @Test
-    void importPdAnswersThePdHandleWithADescriptorOfTheCommandFileAndTheDaemonKeepsNoDuplicate() throws Exception
+    void importPdAnswersThePdHandleWithADescriptorOfTheCommandFileAndTheDaemonKeepsNoDuplicate()
     {
         try (ServerFixture fixture = ibverbsDaemon(); DaemonConnection connection = connect(fixture))
         {
-            final int daemonsOwn = commandFileDescriptors();
-            assertEquals(1, daemonsOwn, "the context's cmd_fd, in this JVM where the daemon runs");
-            final List<Integer> received = new ArrayList<>();
+            assertEquals(1, commandFileDescriptors(), "the context's cmd_fd, in this JVM where the daemon runs");
+            final List<Verbs> imports = new ArrayList<>();
             try
             {
                 for (int i = 0; i < 3; i++)
                 {
                     final DaemonConnection.Answer answer = connection.callForFd(new Message.ImportPd());
-                    received.add(answer.fd());
                     final Message.PdImported imported = assertInstanceOf(Message.PdImported.class, answer.reply());
-                    assertEquals(7, imported.pdHandle(), "the stand-in's ibv_pd.handle");
-                    assertEquals("mrd_standin0", imported.device());
+                    assertEquals(EmulatedDevice.DEVICE_NAME, imported.device());
                     assertEquals(COMMAND_FILE, link(answer.fd()));
+                    // the device refuses a PD handle it does not know: importing is the check
+                    imports.add(Verbs.importDevice(EmulatedDevice.library().toString(), answer.fd(),
+                        imported.pdHandle(), imported.device(), QueueReporter.NONE));
                 }
                 // the daemon closes each duplicate right after the send, maybe after the client read it
-                await("the daemon closed its duplicates", () -> commandFileDescriptors() == 1 + received.size());
+                await("the daemon closed its duplicates", () -> commandFileDescriptors() == 1 + imports.size());
             }
             finally
             {
-                received.forEach(Posix::close);
+                imports.forEach(Verbs::close);
             }
-            assertEquals(daemonsOwn, commandFileDescriptors());
+            assertEquals(1, commandFileDescriptors(), "the imported contexts closed their descriptors");
         }
     }
 
@@ -166,53 +162,65 @@ class DeviceSharingTest
     }
 
     @Test
-    void theQueuesOfAGoneClientAreDestroyedQueuePairsFirstAndOnlyThoseItReported() throws Throwable
+    void theQueuesOfAGoneClientAreDestroyedQueuePairsFirstAndOnlyThoseItReported()
     {
-        try (ServerFixture fixture = ibverbsDaemon(); RawClient owner = fixture.connect();
-            RawClient other = fixture.connect())
+        try (ServerFixture fixture = ibverbsDaemon(); RawClient other = fixture.connect())
         {
-            final int ownerId = owner.hello("owner").clientId();
             other.hello("other");
-            assertEquals(ErrorCode.OK, owner.request(2, queues(Message.Queues.ADD, Message.Queues.CQ, 6)).status());
-            assertEquals(ErrorCode.OK, owner.request(3, queues(Message.Queues.ADD, Message.Queues.QP, 5)).status());
-            assertEquals(ErrorCode.OK, owner.request(4, queues(Message.Queues.ADD, Message.Queues.CQ, 7)).status());
-            assertEquals(ErrorCode.OK, owner.request(5, queues(Message.Queues.REMOVE, Message.Queues.CQ, 7)).status());
+            final Verbs verbs;
+            final int ownerId;
+            final LiveObjects before;
+            final Path library = EmulatedDevice.library();
+            try (DaemonConnection owner = connect(fixture))
+            {
+                ownerId = 2; // after "other", client 1
+                final DaemonConnection.Answer answer = owner.callForFd(new Message.ImportPd());
+                verbs = Verbs.importDevice(library.toString(), answer.fd(),
+                    ((Message.PdImported)answer.reply()).pdHandle(), EmulatedDevice.DEVICE_NAME,
+                    (operation, kind, handle) -> owner.call(new Message.Queues(operation, kind, handle)));
+                before = LiveObjects.of(library, verbs.context());
+                final CompletionQueue cq = verbs.createCq(16);
+                final QueuePair qp = verbs.createRcQp(cq, cq, QpCaps.of(8, 1));
+                final CompletionQueue closed = verbs.createCq(4);
+                closed.close();
+                assertEquals(2, fixture.daemon.server().reportedQueues(), "the CQ closed was removed");
 
-            refused(owner.request(6, queues(Message.Queues.ADD, Message.Queues.QP, 5)), ErrorCode.EEXIST,
-                "QP handle 5 was reported already by this client: report each queue once, after creating it");
-            refused(other.request(2, queues(Message.Queues.ADD, Message.Queues.QP, 5)), ErrorCode.EEXIST,
-                "QP handle 5 was reported already by client " + ownerId + ": report each queue once, after " +
-                "creating it");
-            refused(other.request(3, queues(Message.Queues.REMOVE, Message.Queues.QP, 5)), ErrorCode.EINVAL,
-                "QP handle 5 is not a queue this client reported: remove only what it added");
-            refused(other.request(4, queues(Message.Queues.ADD, 3, 5)), ErrorCode.EINVAL,
-                "QUEUES kind 3 is unknown: send 1 for a completion queue or 2 for a queue pair");
-            refused(other.request(5, queues(9, Message.Queues.QP, 5)), ErrorCode.EINVAL,
-                "QUEUES operation 9 is unknown: send 1 after creating a queue or 2 before destroying it");
-            assertEquals(ErrorCode.OK, other.request(6, queues(Message.Queues.ADD, Message.Queues.QP, 0xBAD)).status());
-
-            final int before = standIn.destroyed();
-            owner.close();
-            await("the owner's two queues destroyed", () -> destroyed() == before + 2);
-            assertEquals((1L << 32) | 6, standIn.lastDestroyed(), "CQ 6 last: after the QP that may use it");
-            assertEquals(1, fixture.daemon.server().reportedQueues(), "the other client's QP is still reported");
-
-            // The device refuses this handle: the daemon logs it and goes on.
+                final MrdException twice = assertThrows(MrdException.class,
+                    () -> owner.call(queues(Message.Queues.ADD, Message.Queues.QP, qp.handle())));
+                assertEquals(ErrorCode.EEXIST, twice.code());
+                assertEquals("QP handle " + qp.handle() + " was reported already by this client: report each queue " +
+                    "once, after creating it", twice.getMessage());
+                refused(other.request(2, queues(Message.Queues.ADD, Message.Queues.QP, qp.handle())),
+                    ErrorCode.EEXIST, "QP handle " + qp.handle() + " was reported already by client " + ownerId +
+                    ": report each queue once, after creating it");
+                refused(other.request(3, queues(Message.Queues.REMOVE, Message.Queues.QP, qp.handle())),
+                    ErrorCode.EINVAL, "QP handle " + qp.handle() + " is not a queue this client reported: " +
+                    "remove only what it added");
+                refused(other.request(4, queues(Message.Queues.ADD, 3, 5)), ErrorCode.EINVAL,
+                    "QUEUES kind 3 is unknown: send 1 for a completion queue or 2 for a queue pair");
+                refused(other.request(5, queues(9, Message.Queues.QP, 5)), ErrorCode.EINVAL,
+                    "QUEUES operation 9 is unknown: send 1 after creating a queue or 2 before destroying it");
+                // a handle the device does not know: the daemon logs the refusal when it reclaims, and goes on
+                assertEquals(ErrorCode.OK, other.request(6, queues(Message.Queues.ADD, Message.Queues.QP, 0xBAD))
+                    .status());
+                assertEquals(new LiveObjects(before.pds(), before.mrs(), before.cqs() + 1, before.qps() + 1),
+                    LiveObjects.of(library, verbs.context()));
+            }
+            // the owner's connection ended without destroying its queues, as a killed process's does
+            await("the owner's queues destroyed", () -> LiveObjects.of(library, verbs.context()).equals(before));
+            assertEquals(1, fixture.daemon.server().reportedQueues(), "the other client's handle is still reported");
             other.close();
             await("the other client reclaimed", () -> fixture.daemon.server().connectedClients() == 0);
-            assertEquals(before + 2, standIn.destroyed());
             assertEquals(0, fixture.daemon.server().reportedQueues());
-            try (RawClient after = fixture.connect())
-            {
-                after.hello("after");
-            }
+            assertEquals(before, LiveObjects.of(library, verbs.context()));
+            verbs.close();
         }
     }
 
     private ServerFixture ibverbsDaemon()
     {
         return new ServerFixture(dir, BASE, context -> context.provider("ibverbs")
-            .ibverbsLibrary(standIn.library().toString()));
+            .ibverbsLibrary(EmulatedDevice.library().toString()));
     }
 
     private static DaemonConnection connect(final ServerFixture fixture)
@@ -236,18 +244,6 @@ class DeviceSharingTest
         assertEquals(message, reply.message());
     }
 
-    private static int destroyed()
-    {
-        try
-        {
-            return standIn.destroyed();
-        }
-        catch (final Throwable t)
-        {
-            throw new AssertionError(t);
-        }
-    }
-
     private static void write(final UnixSocket socket, final Arena arena, final long id, final Message.Request request)
     {
         final byte[] bytes = RawClient.encode(id, request);
@@ -256,9 +252,16 @@ class DeviceSharingTest
         socket.writeFully(out, 0, bytes.length);
     }
 
-    private static String link(final int fd) throws IOException
+    private static String link(final int fd)
     {
-        return Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd)).toString().replace(" (deleted)", "");
+        try
+        {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd)).toString().replace(" (deleted)", "");
+        }
+        catch (final IOException ex)
+        {
+            throw new AssertionError(ex);
+        }
     }
 
     private static int commandFileDescriptors()
