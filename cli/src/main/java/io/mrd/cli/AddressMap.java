@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
@@ -65,7 +66,8 @@ final class AddressMap
             {
                 lines.add("  " + (mr.active() ? REGISTERED : STALE) + " MR " + mr.index() + " " +
                     Format.range(mr.start(), mr.end()) + " " + Format.size(mr.length()) + " " + mr.stateName() +
-                    " lkey " + Format.key(mr.lkey()));
+                    " lkey " + Format.key(mr.lkey()) + " rkey " + Format.key(mr.rkey()) + " " +
+                    Access.describe(mr.access()));
             }
         }
         return lines;

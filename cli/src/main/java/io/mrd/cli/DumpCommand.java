@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
@@ -180,9 +181,9 @@ public final class DumpCommand implements Callable<Integer>
             }
             for (final ControlFileSnapshot.Allocated a : allocations)
             {
-                out.printf("    %s %8s  segments %s  owner %s%n", Format.range(a.start(), a.end()),
+                out.printf("    %s %8s  segments %s  owner %s  access %s%n", Format.range(a.start(), a.end()),
                     Sizes.format(a.end() - a.start()), Format.segments(a.firstSegment(), a.segmentCount()),
-                    Format.owner(s, a.owner()));
+                    Format.owner(s, a.owner()), Access.describe(a.access()));
             }
         }
     }
@@ -198,9 +199,9 @@ public final class DumpCommand implements Callable<Integer>
             final String where = mr.external() ? "external" :
                 "list " + mr.listIndex() + " segments " + Format.segments(mr.msBaseIdx(), mr.msBmpN()) + ", msN " +
                     mr.msN() + "/" + mr.msBmpN();
-            out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s%n", mr.index(), mr.stateName(),
-                Format.key(mr.lkey()), Format.key(mr.rkey()), Format.range(mr.start(), mr.end()),
-                Format.size(mr.length()), where, Format.owner(s, mr.owner()));
+            out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s  access %s%n", mr.index(),
+                mr.stateName(), Format.key(mr.lkey()), Format.key(mr.rkey()), Format.range(mr.start(), mr.end()),
+                Format.size(mr.length()), where, Format.owner(s, mr.owner()), Access.describe(mr.access()));
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {
                 out.printf("      chunk %s %8s%n", Format.range(chunk.start(), chunk.end()),
@@ -222,8 +223,9 @@ public final class DumpCommand implements Callable<Integer>
                 "OVERFLOW: lookups scan the MR table until a rebuild fits" : "no overflow"));
         for (final ControlFileSnapshot.CacheEntry e : cache.entries())
         {
-            out.printf("  %6d  %s %8s  lkey %-10s MR %d%n", e.index(), Format.range(e.start(), e.end()),
-                Format.size(e.end() - e.start()), Format.key(e.lkey()), e.mr());
+            out.printf("  %6d  %s %8s  lkey %-10s rkey %-10s MR %d  access %s%n", e.index(),
+                Format.range(e.start(), e.end()), Format.size(e.end() - e.start()), Format.key(e.lkey()),
+                Format.key(e.rkey()), e.mr(), Access.describe(e.access()));
         }
     }
 

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.mrd.layout.Access;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
@@ -18,9 +19,9 @@ import java.util.List;
  * in every reader); counts, indices, ids and pids are numbers.
  * <pre>
  * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, ...}
- * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, ...}], ...}]
- * mrs         [{index, state, lkey, rkey, start, end, msN, external, chunks [{start, end}], ...}]
- * cache       {len, capacity, overflow, entries [{start, end, lkey, mr}]}
+ * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, access, ...}], ...}]
+ * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, chunks [{start, end}], ...}]
+ * cache       {len, capacity, overflow, entries [{start, end, lkey, rkey, access, mr}]}
  * clients     [{id, pid, uid, ...}]
  * </pre>
  * {@code cache.len} and {@code cache.capacity} count the sentinel entry 0 as the header does; {@code entries}
@@ -79,6 +80,7 @@ final class DumpJson
                 a.put("start", Sizes.hex(range.start()));
                 a.put("end", Sizes.hex(range.end()));
                 a.put("owner", range.owner());
+                a.put("access", Access.describe(range.access()));
                 a.put("firstSegment", range.firstSegment());
                 a.put("segments", range.segmentCount());
             }
@@ -92,6 +94,7 @@ final class DumpJson
             node.put("state", mr.stateName());
             node.put("lkey", Format.key(mr.lkey()));
             node.put("rkey", Format.key(mr.rkey()));
+            node.put("access", Access.describe(mr.access()));
             node.put("start", Sizes.hex(mr.start()));
             node.put("end", Sizes.hex(mr.end()));
             node.put("msN", mr.msN());
@@ -122,6 +125,8 @@ final class DumpJson
             e.put("start", Sizes.hex(entry.start()));
             e.put("end", Sizes.hex(entry.end()));
             e.put("lkey", Format.key(entry.lkey()));
+            e.put("rkey", Format.key(entry.rkey()));
+            e.put("access", Access.describe(entry.access()));
             e.put("mr", entry.mr());
         }
 

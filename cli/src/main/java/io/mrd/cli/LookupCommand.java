@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrEntry;
@@ -22,11 +23,12 @@ import java.util.concurrent.Callable;
     name = "lookup",
     mixinStandardHelpOptions = true,
     description = {
-        "Show what a secondary gets for an address: its MR, range and lkey.",
+        "Show what a secondary gets for an address: its MR, range, keys and access.",
         "",
         "Looks the address up in the global MR cache exactly as a secondary does",
         "(seqlock read of the control file; the MR table scan when the cache",
-        "overflowed) and print the MR, its chunk and its lkey, or why the address",
+        "overflowed) and print the MR, its chunk, its lkey and rkey (0x0 without",
+        "remote access) and its access, or why the address",
         "is not registered. Nothing is created: a worker's first lookup of an",
         "address creates its MR, this command never does."
     },
@@ -34,7 +36,7 @@ import java.util.concurrent.Callable;
         "",
         "Examples:",
         "  mrd lookup --dir /tmp/mrd 0x100000201000",
-        "    0x100000201000 -> MR 3 [0x100000200000, 0x100000600000) lkey 0x103",
+        "    0x100000201000 -> MR 3 [0x100000200000, 0x100000600000) lkey 0x103 rkey 0x0 access local-write",
         "  mrd lookup --dir /tmp/mrd 0x100000201000 || echo 'not registered yet'",
         "",
         "Exit codes: 0 registered, 1 not registered or no readable control file,",
@@ -62,7 +64,8 @@ public final class LookupCommand implements Callable<Integer>
             if (new GlobalCacheReader(ctl).lookup(address, entry))
             {
                 out.println(Sizes.hex(address) + " -> MR " + entry.mr + " " + Format.range(entry.start, entry.end) +
-                    " lkey " + Format.key(entry.lkey) + (overflow ? " (cache overflowed: found in the MR table)" : ""));
+                    " lkey " + Format.key(entry.lkey) + " rkey " + Format.key(entry.rkey) + " access " +
+                    Access.describe(entry.access) + (overflow ? " (cache overflowed: found in the MR table)" : ""));
                 out.flush();
                 return 0;
             }

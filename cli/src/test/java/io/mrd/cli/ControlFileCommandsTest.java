@@ -4,6 +4,7 @@ import io.mrd.testing.PromtoolCheck;
 import io.mrd.testing.TestDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
@@ -135,7 +136,7 @@ final class ControlFileCommandsTest
         mr1 = engine.createMr(a2.address() + 100, 9);
         a3 = engine.allocate(3 * SEGMENT, 7);
         external = Posix.map(MIB, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_PRIVATE | Posix.MAP_ANONYMOUS, -1, 0);
-        ext = engine.registerExternal(external.address(), MIB, 9);
+        ext = engine.registerExternal(external.address(), MIB, 9, Access.LOCAL);
         // Free a1's second segment (a memory event: MR 0 keeps one live segment), then re-allocate it.
         engine.freeMemory(a1.address() + SEGMENT, SEGMENT, 7);
         a4 = engine.allocate(SEGMENT, 9);
@@ -310,7 +311,7 @@ final class ControlFileCommandsTest
         final Run found = mrd("lookup", "--dir", dir.toString(), hex(a1.address() + 12345));
         assertEquals(0, found.exit(), found.both());
         assertEquals(hex(a1.address() + 12345) + " -> MR 0 " + Format.range(a1.address(), a1.address() + SEGMENT) +
-            " lkey " + Format.key(mr0.lkey), found.out().strip());
+            " lkey " + Format.key(mr0.lkey) + " rkey 0x0 access local-write", found.out().strip());
 
         final Run externalFound = mrd("lookup", "--dir", dir.toString(), Long.toString(external.address() + 10));
         assertEquals(0, externalFound.exit(), externalFound.both());
@@ -332,6 +333,46 @@ final class ControlFileCommandsTest
         final Run bad = mrd("lookup", "--dir", dir.toString(), "0xZZ");
         assertEquals(Mrd.EXIT_USAGE, bad.exit(), bad.both());
         assertTrue(bad.err().startsWith("mrd lookup: "), bad.err());
+    }
+
+    @Test
+    void dumpAndLookupShowAccessAndRkeys() throws IOException
+    {
+        final String remote = "local-write,remote-write,remote-read";
+        final Allocation shared = engine.allocate(2 * SEGMENT, 7, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final Allocation local = engine.allocate(SEGMENT, 7);
+        final MrEntry sharedMr = engine.createMr(shared.address() + 64, 7);
+        final MrEntry localMr = engine.createMr(local.address(), 7);
+        assertEquals(shared.end(), sharedMr.end, "an MR never covers memory of two accesses");
+
+        final JsonNode root = JSON.readTree(mrd("dump", "--dir", dir.toString(), "--json").out());
+        final JsonNode allocated = root.get("memsegLists").get(0).get("allocated");
+        assertEquals(remote, allocated.get(0).get("access").asText());
+        assertEquals("local-write", allocated.get(1).get("access").asText());
+        final JsonNode mrs = root.get("mrs");
+        assertEquals(Format.key(sharedMr.rkey), mrs.get(0).get("rkey").asText());
+        assertFalse("0x0".equals(mrs.get(0).get("rkey").asText()), "remote access has an rkey");
+        assertEquals(remote, mrs.get(0).get("access").asText());
+        assertEquals("0x0", mrs.get(1).get("rkey").asText(), "local access has none");
+        assertEquals("local-write", mrs.get(1).get("access").asText());
+        final JsonNode entries = root.get("cache").get("entries");
+        assertEquals(Format.key(sharedMr.rkey), entries.get(0).get("rkey").asText());
+        assertEquals(remote, entries.get(0).get("access").asText());
+        assertEquals("0x0", entries.get(1).get("rkey").asText());
+
+        final Run text = mrd("dump", "--dir", dir.toString());
+        assertTrue(text.out().contains("rkey " + Format.key(sharedMr.rkey)), text.out());
+        assertTrue(text.out().contains("access " + remote), text.out());
+
+        final Run lookup = mrd("lookup", "--dir", dir.toString(), hex(shared.address() + SEGMENT));
+        assertEquals(0, lookup.exit(), lookup.both());
+        assertEquals(hex(shared.address() + SEGMENT) + " -> MR 0 " + Format.range(shared.address(), shared.end()) +
+            " lkey " + Format.key(sharedMr.lkey) + " rkey " + Format.key(sharedMr.rkey) + " access " + remote,
+            lookup.out().strip());
+        final Run localLookup = mrd("lookup", "--dir", dir.toString(), hex(local.address()));
+        assertTrue(localLookup.out().strip().endsWith("lkey " + Format.key(localMr.lkey) + " rkey 0x0 access local-write"),
+            localLookup.out());
+        assertEquals(0, mrd("check", "--dir", dir.toString()).exit(), "the invariants hold with both accesses");
     }
 
     @Test

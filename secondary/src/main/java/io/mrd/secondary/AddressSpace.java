@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ErrorCode;
@@ -110,18 +111,22 @@ final class AddressSpace
 
     /**
      * {@code ALLOC}, then maps the memory here at the daemon's address.
+     *
+     * @param access the {@link Access} flags asked for; the daemon adds local write.
      */
-    MemorySegment allocate(final long length)
+    MemorySegment allocate(final long length, final int access)
     {
         if (length <= 0)
         {
             throw new MrdException(ErrorCode.EINVAL, "allocation length " + length + " must be positive");
         }
-        final Message.Allocated reply = (Message.Allocated)connection.call(new Message.Alloc(length, 0));
+        final int granted = Access.granted(access, "ALLOC");
+        final Message.Allocated reply = (Message.Allocated)connection.call(new Message.Alloc(length, access));
         final long address = reply.address();
         final long allocated = reply.length();
         try
         {
+            checkAccess("ALLOC", granted, reply.access(), Access.NO_RKEY);
             mapList(address, allocated);
         }
         catch (final RuntimeException ex)
@@ -174,9 +179,12 @@ final class AddressSpace
 
     /**
      * {@code REG_EXTERNAL} with {@code fd}, then maps the file here at the address the daemon chose.
+     *
+     * @param access the {@link Access} flags asked for; the daemon adds local write.
      */
-    ExternalMemory registerExternal(final int fd, final long length)
+    ExternalMemory registerExternal(final int fd, final long length, final int access)
     {
+        final int granted = Access.granted(access, "REG_EXTERNAL");
         if (length <= 0)
         {
             throw new MrdException(ErrorCode.EINVAL, "external memory length " + length + " must be positive");
@@ -187,7 +195,7 @@ final class AddressSpace
             throw new MrdException(ErrorCode.EBADF, "fd " + fd + " is not an open file descriptor: pass a memfd or " +
                 "hugetlbfs file of at least " + Sizes.format(length));
         }
-        final Message.Reply last = connection.callWithFd(new Message.RegExternal(length), fd);
+        final Message.Reply last = connection.callWithFd(new Message.RegExternal(length, access), fd);
         if (!(last instanceof Message.ExternalRegistered reply))
         {
             throw new MrdException(ErrorCode.EPROTO, "the daemon answered REG_EXTERNAL with " + last);
@@ -196,6 +204,7 @@ final class AddressSpace
         final long mapped = reply.length();
         try
         {
+            checkAccess("REG_EXTERNAL", granted, reply.access(), Access.isRemote(granted) ? reply.rkey() : 0);
             if (mapped < length || address < externalBase || address - externalBase > externalLength - mapped)
             {
                 throw new MrdException(ErrorCode.EPROTO, "the daemon registered external memory at [" +
@@ -220,7 +229,25 @@ final class AddressSpace
             }
             throw ex;
         }
-        return new ExternalMemory(address, mapped, reply.lkey(), MemorySegment.ofAddress(address).reinterpret(mapped));
+        return new ExternalMemory(address, mapped, reply.lkey(), reply.rkey(), reply.access(),
+            MemorySegment.ofAddress(address).reinterpret(mapped));
+    }
+
+    /**
+     * A daemon that grants other access than asked (remote access nobody asked for above all), or an rkey
+     * without remote access, is not one this client can trust with its memory.
+     *
+     * @param rkey the reply's rkey where it must be {@link Access#NO_RKEY}, else 0.
+     */
+    private static void checkAccess(final String request, final int granted, final int replied, final int rkey)
+    {
+        if (replied != granted || (!Access.isRemote(granted) && rkey != Access.NO_RKEY))
+        {
+            throw new MrdException(ErrorCode.EPROTO, "the daemon answered " + request + " for access " +
+                Access.describe(granted) + " with access " + Access.describe(replied) +
+                (rkey != Access.NO_RKEY ? " and rkey " + Sizes.hex(rkey & 0xFFFF_FFFFL) : "") +
+                ": it is not a daemon of this protocol");
+        }
     }
 
     /**

@@ -65,6 +65,6 @@ final class ClientSource implements MrSource
         {
             throw new MrdException(ErrorCode.EPROTO, "the daemon answered CREATE_MR with " + reply);
         }
-        out.set(created.start(), created.end(), created.lkey(), -1);
+        out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
     }
 }

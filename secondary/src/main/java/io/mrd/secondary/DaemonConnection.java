@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Frame;
@@ -341,9 +342,10 @@ public final class DaemonConnection implements AutoCloseable
         {
             case Message.Hello m -> "HELLO(version " + m.version() + ", " + m.name() + ")";
             case Message.CreateMr m -> "CREATE_MR(" + Sizes.hex(m.address()) + ", " + m.length() + ")";
-            case Message.Alloc m -> "ALLOC(" + Sizes.format(m.length()) + ")";
+            case Message.Alloc m -> "ALLOC(" + Sizes.format(m.length()) + ", " + Access.describe(m.access()) + ")";
             case Message.Free m -> "FREE(" + Sizes.hex(m.address()) + ", " + Sizes.format(m.length()) + ")";
-            case Message.RegExternal m -> "REG_EXTERNAL(" + Sizes.format(m.length()) + ")";
+            case Message.RegExternal m -> "REG_EXTERNAL(" + Sizes.format(m.length()) + ", " +
+                Access.describe(m.access()) + ")";
             case Message.DeregExternal m -> "DEREG_EXTERNAL(" + Sizes.hex(m.address()) + ")";
             case Message.Stop m -> "STOP";
             case Message.ImportPd m -> "IMPORT_PD";

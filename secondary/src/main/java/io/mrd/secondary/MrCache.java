@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
@@ -14,11 +15,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * A per-queue address→lkey cache: the reference's {@code mlx5_mr_ctrl} (top half and bottom half) in front of
+ * A per-queue address→keys cache: the reference's {@code mlx5_mr_ctrl} (top half and bottom half) in front of
  * the global cache and the primary. Single-threaded like the reference's: give each queue (each thread) its
  * own, from {@link MrdClient#newCache()}.
  * <p>
- * {@link #lkey(long, long)} does, in order:
+ * {@link #lkey(long, long)} and {@link #keyPair(long, long)} do, in order:
  * <ol>
  *   <li>liveness: one volatile read of what the client's watchdog and reader thread found; once the daemon is
  *       known dead, stopped or restarted every call throws {@link DaemonDeadException}, never an lkey;</li>
@@ -35,7 +36,8 @@ import java.util.Arrays;
  * only the first byte and hands out an lkey that the NIC refuses for the rest of a buffer straddling two MRs.
  * Failures are exceptions with the code and message, never a silent {@code -1}.
  * <p>
- * The hit path allocates nothing. Counters are plain fields: read them from the cache's thread or after it
+ * Every level holds both keys of an entry (the global cache's entries carry the rkey), so {@link #keyPair}
+ * costs what {@link #lkey} costs. The hit path allocates nothing. Counters are plain fields: read them from the cache's thread or after it
  * stopped. The off-heap bottom half is released with the cache by the garbage collector.
  */
 public final class MrCache
@@ -53,6 +55,7 @@ public final class MrCache
     private final long[] topStart = new long[TOP_HALF_ENTRIES];
     private final long[] topEnd = new long[TOP_HALF_ENTRIES];
     private final int[] topLkey = new int[TOP_HALF_ENTRIES];
+    private final int[] topRkey = new int[TOP_HALF_ENTRIES];
     private int mru;
     private int head;
     private long devGen;
@@ -102,6 +105,43 @@ public final class MrCache
      */
     public int lkey(final long address, final long length)
     {
+        return topLkey[find(address, length)];
+    }
+
+    /**
+     * Both keys of the MR holding the whole buffer, in one lookup that allocates nothing: what a work request
+     * whose buffer a peer may also reach needs (the lkey for the local SGE, the rkey to hand to the peer).
+     * Unpack with {@link KeyPair#lkey(long)} and {@link KeyPair#rkey(long)}; the rkey is
+     * {@link io.mrd.layout.Access#NO_RKEY} when the memory was allocated without remote access.
+     *
+     * @param address first byte of the buffer.
+     * @param length  bytes of the buffer ({@code >= 0}); the whole buffer must lie in one MR.
+     * @return the lkey and the rkey, packed as {@link KeyPair#pack}.
+     * @throws DaemonDeadException as {@link #lkey(long, long)}.
+     * @throws MrdException        as {@link #lkey(long, long)}.
+     */
+    public long keyPair(final long address, final long length)
+    {
+        final int slot = find(address, length);
+        return KeyPair.pack(topLkey[slot], topRkey[slot]);
+    }
+
+    /**
+     * @param segment a buffer inside memory from {@link MrdClient#allocate} or {@link MrdClient#registerExternal}.
+     * @return both keys of the MR holding the whole segment.
+     * @see #keyPair(long, long)
+     */
+    public long keyPair(final MemorySegment segment)
+    {
+        return keyPair(segment.address(), segment.byteSize());
+    }
+
+    /**
+     * @return the top-half slot holding the entry of {@code [address, address + length)}, filled from below
+     * on a miss.
+     */
+    private int find(final long address, final long length)
+    {
         source.ensureAlive();
         final long gen = source.devGen();
         if (gen != devGen)
@@ -113,7 +153,7 @@ public final class MrCache
         if (address < end && address >= topStart[m])
         {
             topHits++;
-            return whole(address, length, end, topLkey[m]);
+            return whole(address, length, end, m);
         }
         return lookupBelowMru(address, length);
     }
@@ -134,7 +174,7 @@ public final class MrCache
             {
                 mru = i;
                 topHits++;
-                return whole(address, length, end, topLkey[i]);
+                return whole(address, length, end, i);
             }
         }
         return lookupBottomHalf(address, length);
@@ -159,9 +199,10 @@ public final class MrCache
         topStart[slot] = entry.start;
         topEnd[slot] = entry.end;
         topLkey[slot] = entry.lkey;
+        topRkey[slot] = entry.rkey;
         mru = slot;
         head = (slot + 1) & TOP_MASK;
-        return whole(address, length, entry.end, entry.lkey);
+        return whole(address, length, entry.end, slot);
     }
 
     /**
@@ -199,8 +240,7 @@ public final class MrCache
             bottom = larger;
             bottomCapacity = capacity;
         }
-        final int length = SortedTable.insert(bottom, 0, bottomLength, bottomCapacity, entry.start, entry.end,
-            entry.lkey, entry.mr);
+        final int length = SortedTable.insert(bottom, 0, bottomLength, bottomCapacity, entry);
         if (length != SortedTable.NOT_FOUND)
         {
             bottomLength = length;
@@ -208,14 +248,14 @@ public final class MrCache
     }
 
     /**
-     * @return {@code lkey} when {@code [address, address + length)} ends inside the entry ending at {@code end}
+     * @return {@code slot} when {@code [address, address + length)} ends inside the entry ending at {@code end}
      * (the caller found {@code address} in it).
      */
-    private static int whole(final long address, final long length, final long end, final int lkey)
+    private static int whole(final long address, final long length, final long end, final int slot)
     {
         if (WholeBuffer.fits(address, length, end))
         {
-            return lkey;
+            return slot;
         }
         throw WholeBuffer.straddles(address, length, end);
     }
@@ -228,6 +268,7 @@ public final class MrCache
         Arrays.fill(topStart, 0);
         Arrays.fill(topEnd, 0);
         Arrays.fill(topLkey, CacheEntryDescriptor.NO_LKEY);
+        Arrays.fill(topRkey, Access.NO_RKEY);
         mru = 0;
         head = 0;
         bottomLength = SortedTable.clear(bottom, 0);

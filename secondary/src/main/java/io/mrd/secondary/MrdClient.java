@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
@@ -32,6 +33,10 @@ import java.util.concurrent.locks.LockSupport;
  *     MemorySegment buffer = client.allocate(64 << 20);   // mapped at the same address as in the daemon
  *     MrCache cache = client.newCache();                 // one per queue / thread
  *     int lkey = cache.lkey(buffer.address(), 4096);
+ *
+ *     MemorySegment target = client.allocate(2 << 20, Access.REMOTE_WRITE);  // peers may RDMA WRITE here
+ *     long keys = cache.keyPair(target.address(), 4096);
+ *     int rkey = KeyPair.rkey(keys);                      // what a peer puts in its RDMA WRITE
  * }
  * }</pre>
  * This class orders attach and close and offers the API; the work is done by its parts, as Aeron's client
@@ -235,15 +240,30 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
-     * Allocates memory from the daemon and maps it here at the daemon's address ({@code ALLOC}).
+     * Allocates memory for local access only ({@link Access#LOCAL}): its MRs have no rkey.
      *
-     * @param length bytes wanted; the daemon rounds up to whole segments (2 MiB).
-     * @return the memory, {@code byteSize()} the length the daemon allocated. Pass it to {@link #free}.
-     * @throws MrdException the daemon's status (ENOMEM when it has no room, ...).
+     * @see #allocate(long, int)
      */
     public MemorySegment allocate(final long length)
     {
-        return space.allocate(length);
+        return space.allocate(length, Access.LOCAL);
+    }
+
+    /**
+     * Allocates memory from the daemon and maps it here at the daemon's address ({@code ALLOC}). Its MRs are
+     * registered with {@code access} (plus {@link Access#LOCAL_WRITE}, which all mrd memory has) and cover
+     * memory of that access only; with a remote flag they have an rkey ({@link MrCache#keyPair}), without one
+     * their rkey is {@link Access#NO_RKEY}.
+     *
+     * @param length bytes wanted; the daemon rounds up to whole segments (2 MiB).
+     * @param access {@link Access} flags, e.g. {@code Access.REMOTE_WRITE | Access.REMOTE_READ}.
+     * @return the memory, {@code byteSize()} the length the daemon allocated. Pass it to {@link #free}.
+     * @throws MrdException EINVAL naming unknown access bits; the daemon's status (ENOMEM when it has no
+     *                      room, ...).
+     */
+    public MemorySegment allocate(final long length, final int access)
+    {
+        return space.allocate(length, access);
     }
 
     /**
@@ -263,25 +283,44 @@ public final class MrdClient implements AutoCloseable
      * daemon receives the descriptor ({@code SCM_RIGHTS}), maps it in its external window and registers one
      * MR; this process maps it at the same address. The caller keeps its descriptor and may close it.
      *
-     * @throws MrdException EBADF when {@code fd} is not open; the daemon's status (ENOMEM when the window is
-     *                      full, ...).
+     * @param access {@link Access} flags of its MR, as for {@link #allocate(long, int)}.
+     * @throws MrdException EBADF when {@code fd} is not open; EINVAL naming unknown access bits; the daemon's
+     *                      status (ENOMEM when the window is full, ...).
      */
-    public ExternalMemory registerExternal(final int fd, final long length)
+    public ExternalMemory registerExternal(final int fd, final long length, final int access)
     {
-        return space.registerExternal(fd, length);
+        return space.registerExternal(fd, length, access);
     }
 
     /**
-     * Creates a memfd of {@code length} bytes and registers it ({@link #registerExternal(int, long)}); the
-     * memory lives until {@link #deregisterExternal}.
+     * Registers memory behind {@code fd} for local access only ({@link #registerExternal(int, long, int)}).
+     */
+    public ExternalMemory registerExternal(final int fd, final long length)
+    {
+        return registerExternal(fd, length, Access.LOCAL);
+    }
+
+    /**
+     * Creates a memfd of {@code length} bytes and registers it for local access only ({@link #registerMemfd}).
      */
     public ExternalMemory registerExternal(final long length)
+    {
+        return registerMemfd(length, Access.LOCAL);
+    }
+
+    /**
+     * Creates a memfd of {@code length} bytes and registers it with {@code access}
+     * ({@link #registerExternal(int, long, int)}); the memory lives until {@link #deregisterExternal}. Not an
+     * overload of {@code registerExternal}: {@code registerExternal(long, int)} and
+     * {@code registerExternal(int, long)} would be ambiguous for two int arguments.
+     */
+    public ExternalMemory registerMemfd(final long length, final int access)
     {
         final int fd = Posix.memfdCreate("mrd-external", Posix.MFD_CLOEXEC);
         try
         {
             Posix.ftruncate(fd, length);
-            return registerExternal(fd, length);
+            return registerExternal(fd, length, access);
         }
         finally
         {

@@ -1,11 +1,13 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MemsegListRecord;
+import io.mrd.layout.MrEntry;
 import io.mrd.layout.SortedTable;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
@@ -49,6 +51,7 @@ final class FakeDaemon implements AutoCloseable
     static final int LOW_LKEY = 0x100;
     static final int HIGH_LKEY = 0x200;
     static final int EXTERNAL_LKEY = 0x300;
+    static final int HIGH_RKEY = 0x201;
 
     final Path dir;
     final ControlFile controlFile;
@@ -59,6 +62,8 @@ final class FakeDaemon implements AutoCloseable
     volatile boolean heartbeating = true;
     volatile boolean answerCreates = true;
     volatile MemorySegment external;
+    /** The access ALLOC replies grant; -1: what was asked (a test sets it to play a daemon that lies). */
+    volatile int grantedAccess = -1;
     final AtomicInteger creates = new AtomicInteger();
 
     private final int backingFd;
@@ -215,7 +220,8 @@ final class FakeDaemon implements AutoCloseable
                 final long end = address < half ? half : BASE + LIST_LENGTH;
                 final int lkey = address < half ? LOW_LKEY : HIGH_LKEY;
                 publish(start, end, lkey);
-                reply(channel, id, new Message.MrCreated(ErrorCode.OK, "", start, end, lkey));
+                reply(channel, id, new Message.MrCreated(ErrorCode.OK, "", start, end, lkey, rkeyOf(lkey),
+                    accessOf(lkey)));
             }
             case Message.Alloc alloc ->
             {
@@ -231,7 +237,8 @@ final class FakeDaemon implements AutoCloseable
                     }
                     nextAllocation += length;
                 }
-                reply(channel, id, new Message.Allocated(ErrorCode.OK, "", address, length));
+                reply(channel, id, new Message.Allocated(ErrorCode.OK, "", address, length,
+                    grantedAccess >= 0 ? grantedAccess : Access.granted(alloc.access(), "ALLOC")));
             }
             case Message.Free free ->
             {
@@ -249,8 +256,9 @@ final class FakeDaemon implements AutoCloseable
                 final int fd = UnixSocket.wrap(fdOf(channel), "fake").receiveFd();
                 external = Posix.map(reg.length(), Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
                 Posix.close(fd);
+                final int access = Access.granted(reg.access(), "REG_EXTERNAL");
                 reply(channel, id, new Message.ExternalRegistered(ErrorCode.OK, "", EXTERNAL_BASE, reg.length(),
-                    EXTERNAL_LKEY));
+                    EXTERNAL_LKEY, Access.isRemote(access) ? EXTERNAL_LKEY : Access.NO_RKEY, access));
             }
             case Message.DeregExternal dereg ->
             {
@@ -265,6 +273,17 @@ final class FakeDaemon implements AutoCloseable
         }
     }
 
+    /** The high half's MR has remote access, and an rkey, the low half's has neither. */
+    static int rkeyOf(final int lkey)
+    {
+        return lkey == HIGH_LKEY ? HIGH_RKEY : Access.NO_RKEY;
+    }
+
+    static int accessOf(final int lkey)
+    {
+        return lkey == HIGH_LKEY ? Access.LOCAL_WRITE | Access.REMOTE_READ : Access.LOCAL;
+    }
+
     private void publish(final long start, final long end, final int lkey)
     {
         synchronized (lock)
@@ -272,7 +291,7 @@ final class FakeDaemon implements AutoCloseable
             final int offset = controlFile.layout().cacheOffset();
             controlFile.seqLock().beginWrite();
             final int length = SortedTable.insert(controlFile.buffer(), offset, header.cacheLen(),
-                controlFile.layout().cacheCapacity(), start, end, lkey, 1);
+                controlFile.layout().cacheCapacity(), new MrEntry().set(start, end, lkey, rkeyOf(lkey), accessOf(lkey), 1));
             header.cacheLen(length);
             controlFile.seqLock().endWrite();
         }

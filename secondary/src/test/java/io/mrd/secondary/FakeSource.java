@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
@@ -77,7 +78,7 @@ class FakeSource implements MrSource
         {
             return false;
         }
-        out.set(entry[0], entry[1], (int)entry[2], 1);
+        out.set(entry[0], entry[1], (int)entry[2], rkey(entry), Access.LOCAL, 1);
         return true;
     }
 
@@ -90,7 +91,13 @@ class FakeSource implements MrSource
             throw new MrdException(ErrorCode.ENXIO, "address " + Sizes.hex(address) + " is outside managed memory");
         }
         global.put(entry[0], entry);
-        out.set(entry[0], entry[1], (int)entry[2], -1);
+        out.set(entry[0], entry[1], (int)entry[2], rkey(entry), Access.LOCAL, -1);
+    }
+
+    /** The rkey of an entry {start, end, lkey[, rkey]}: its fourth element, else none. */
+    static int rkey(final long[] entry)
+    {
+        return entry.length > 3 ? (int)entry[3] : Access.NO_RKEY;
     }
 
     static long[] find(final TreeMap<Long, long[]> map, final long address)

@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import net.jqwik.api.ForAll;
@@ -40,15 +41,16 @@ final class MrCacheTest
         {
             at += random.nextInt(3) * UNIT; // a gap of 0 makes neighbours: buffers can straddle them
             final long end = at + (1 + random.nextInt(4)) * UNIT;
-            final long[] range = {at, end, 0x100 + i};
+            // Every third range is local-only: no rkey.
+            final long[] range = {at, end, 0x100 + i, i % 3 == 0 ? 0 : 0x7700_0000 + i};
             ranges.add(range);
             if (random.nextBoolean())
             {
-                source.putGlobal(range[0], range[1], (int)range[2]);
+                source.global.put(range[0], range);
             }
             else
             {
-                source.putRegistrable(range[0], range[1], (int)range[2]);
+                source.registrable.put(range[0], range);
             }
             at = end;
         }
@@ -104,15 +106,22 @@ final class MrCacheTest
         {
             expected = FakeSource.find(source.registrable, address);
         }
+        // Half the lookups ask for both keys: the two calls share every level, and must agree.
+        final boolean pair = (address & 1) == 0;
         try
         {
-            final int lkey = cache.lkey(address, length);
+            final long keys = pair ? cache.keyPair(address, length) : cache.lkey(address, length);
+            final int lkey = pair ? KeyPair.lkey(keys) : (int)keys;
             if (null == expected)
             {
                 fail("lkey " + lkey + " for unregistered " + Long.toHexString(address));
             }
             assertTrue(address + length <= expected[1], "returned an lkey for a straddling buffer");
             assertEquals((int)expected[2], lkey, () -> "lkey of " + Long.toHexString(address));
+            if (pair)
+            {
+                assertEquals(FakeSource.rkey(expected), KeyPair.rkey(keys), () -> "rkey of " + Long.toHexString(address));
+            }
         }
         catch (final MrdException ex)
         {
@@ -311,7 +320,7 @@ final class MrCacheTest
             @Override
             public void createMr(final long address, final long length, final io.mrd.layout.MrEntry out)
             {
-                out.set(address + UNIT, address + 2 * UNIT, 9, -1);
+                out.set(address + UNIT, address + 2 * UNIT, 9, Access.NO_RKEY, Access.LOCAL, -1);
             }
         };
         final MrCache cache = new MrCache(liar);
@@ -331,5 +340,56 @@ final class MrCacheTest
     private static long entryStart(final int index)
     {
         return BASE + 2L * index * UNIT;
+    }
+
+    @Test
+    void keyPairComesFromEveryLevelWithTheLkey()
+    {
+        final FakeSource source = new FakeSource();
+        source.global.put(BASE, new long[] {BASE, BASE + UNIT, 0x11, 0x2211});
+        source.registrable.put(BASE + UNIT, new long[] {BASE + UNIT, BASE + 2 * UNIT, 0x12, 0});
+        final MrCache cache = new MrCache(source);
+
+        assertEquals(KeyPair.pack(0x11, 0x2211), cache.keyPair(BASE, 8), "from the global cache");
+        assertEquals(KeyPair.pack(0x12, Access.NO_RKEY), cache.keyPair(BASE + UNIT, 8), "from CREATE_MR");
+        assertEquals(KeyPair.pack(0x11, 0x2211), cache.keyPair(BASE + 16, 8), "from the top half");
+        assertEquals(0x11, cache.lkey(BASE + 16, 8));
+        source.devGen++;
+        assertEquals(KeyPair.pack(0x12, Access.NO_RKEY), cache.keyPair(BASE + UNIT + 8, 8), "after a flush");
+        assertEquals(0xFFFF_FFFFL, KeyPair.pack(-1, 0), "the lkey does not spill into the rkey");
+        assertEquals(-1, KeyPair.rkey(KeyPair.pack(0, -1)));
+        assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> cache.keyPair(BASE, 2 * UNIT)).code(),
+            "a buffer straddling two MRs has no keys");
+    }
+
+    @Test
+    void keyPairAllocatesNothing()
+    {
+        final FakeSource source = new FakeSource();
+        for (int i = 0; i < 64; i++)
+        {
+            source.global.put(BASE + i * UNIT, new long[] {BASE + i * UNIT, BASE + (i + 1) * UNIT, 0x100 + i, 0x900 + i});
+        }
+        final MrCache cache = new MrCache(source);
+        final com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean)java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        // Warm up (fills every level, lets the JIT compile), then measure: top-half hits, top-half misses that
+        // the bottom half answers, and lookups of both kinds.
+        for (int round = 0; round < 2; round++)
+        {
+            final long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < 1_000_000; i++)
+            {
+                final long address = BASE + (i * 7L % 64) * UNIT + 64;
+                sum += KeyPair.rkey(cache.keyPair(address, 64)) + cache.lkey(address, 64);
+            }
+            final long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+            if (round == 1)
+            {
+                assertTrue(allocated < 1024, "2e6 lookups allocated " + allocated + " bytes");
+            }
+        }
+        assertTrue(sum != 0);
     }
 }

@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
@@ -110,6 +111,9 @@ final class MrdClientTest
         final MrdException straddle = assertThrows(MrdException.class, () -> cache.lkey(boundary - 64, 128));
         assertEquals(ErrorCode.EINVAL, straddle.code());
         assertEquals(FakeDaemon.HIGH_LKEY, cache.lkey(boundary, 128));
+        // The high half's MR has remote access: both keys come through the global cache, the low half has no rkey.
+        assertEquals(KeyPair.pack(FakeDaemon.HIGH_LKEY, FakeDaemon.HIGH_RKEY), other.keyPair(boundary, 128));
+        assertEquals(KeyPair.pack(FakeDaemon.LOW_LKEY, Access.NO_RKEY), other.keyPair(memory.address(), 8));
 
         final MrdException outside = assertThrows(MrdException.class, () -> cache.lkey(0x10_0000L, 8));
         assertEquals(ErrorCode.ENXIO, outside.code());
@@ -124,6 +128,32 @@ final class MrdClientTest
     }
 
     @Test
+    void allocationAccessIsWhatTheOwnerAskedForAndNoMore() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final MemorySegment remote = client.allocate(Sizes.MIB, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        assertEquals(FakeDaemon.BASE, remote.address());
+
+        final MrdException unknown = assertThrows(MrdException.class, () -> client.allocate(Sizes.MIB, 0x10));
+        assertEquals(ErrorCode.EINVAL, unknown.code());
+        assertTrue(unknown.getMessage().contains("unknown bits 0x10"), unknown.getMessage());
+
+        // A daemon that grants remote access to memory allocated for local access is not trusted with it.
+        daemon.grantedAccess = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
+        final MrdException lie = assertThrows(MrdException.class, () -> client.allocate(Sizes.MIB));
+        assertEquals(ErrorCode.EPROTO, lie.code());
+        assertTrue(lie.getMessage().contains("for access local-write with access local-write,remote-write"),
+            lie.getMessage());
+        assertFalse(client.isBroken());
+
+        final ExternalMemory external = client.registerMemfd(Sizes.MIB, Access.REMOTE_READ);
+        assertEquals(Access.LOCAL_WRITE | Access.REMOTE_READ, external.access());
+        assertEquals(FakeDaemon.EXTERNAL_LKEY, external.rkey());
+        assertEquals(Access.NO_RKEY, client.registerExternal(Sizes.MIB).rkey(), "local by default");
+    }
+
+    @Test
     void registersExternalMemoryByPassingItsDescriptor() throws Exception
     {
         daemon = new FakeDaemon(dir);
@@ -134,7 +164,7 @@ final class MrdClientTest
         memory.segment().set(JAVA_LONG, 64, 0x5EC0DAL);
         assertEquals(0x5EC0DAL, daemon.external.get(JAVA_LONG, 64), "the daemon maps the same memfd");
 
-        assertEquals(ErrorCode.EBADF, assertThrows(MrdException.class, () -> client.registerExternal(1 << 20, 4096))
+        assertEquals(ErrorCode.EBADF, assertThrows(MrdException.class, () -> client.registerExternal(1 << 20, 4096L))
             .code());
         assertFalse(client.isBroken(), "a bad descriptor is refused before the exchange starts");
 

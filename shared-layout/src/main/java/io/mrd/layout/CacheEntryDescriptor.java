@@ -19,11 +19,18 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  +---------------------------------------------------------------+
  *  |                             Lkey                              | 16
  *  +---------------------------------------------------------------+
- *  |                   MR Index (in the MR table)                  | 20
+ *  |                     Rkey (0 without remote access)            | 20
+ *  +---------------------------------------------------------------+
+ *  |                   MR Index (in the MR table)                  | 24
+ *  +---------------------------------------------------------------+
+ *  |                    Access (of the MR, Access)                 | 28
  *  +---------------------------------------------------------------+
  * </pre>
- * Entry 0 of every table is the sentinel {@code {0, 0, -1, -1}}: the search
- * never needs a bounds check below, since every address is {@code >= 0}.
+ * An entry holds both keys and the access, so that a lookup answers all three
+ * from one read of the table. Entries are 32 bytes, so every 64-bit field of
+ * every entry is 8-byte aligned. Entry 0 of every table is the sentinel
+ * {@code {0, 0, -1, 0, -1, 0}}: the search never needs a bounds check below,
+ * since every address is {@code >= 0}.
  */
 public final class CacheEntryDescriptor
 {
@@ -33,10 +40,14 @@ public final class CacheEntryDescriptor
     public static final int END_OFFSET = START_OFFSET + SIZE_OF_LONG;
     /** Offset of the lkey. */
     public static final int LKEY_OFFSET = END_OFFSET + SIZE_OF_LONG;
+    /** Offset of the rkey ({@link Access#NO_RKEY} when the MR has no remote access). */
+    public static final int RKEY_OFFSET = LKEY_OFFSET + SIZE_OF_INT;
     /** Offset of the MR table index. */
-    public static final int MR_OFFSET = LKEY_OFFSET + SIZE_OF_INT;
+    public static final int MR_OFFSET = RKEY_OFFSET + SIZE_OF_INT;
+    /** Offset of the MR's access flags ({@link Access}). */
+    public static final int ACCESS_OFFSET = MR_OFFSET + SIZE_OF_INT;
     /** Length of one entry. */
-    public static final int ENTRY_LENGTH = MR_OFFSET + SIZE_OF_INT;
+    public static final int ENTRY_LENGTH = ACCESS_OFFSET + SIZE_OF_INT;
 
     /** The lkey of "no entry", as {@code UINT32_MAX} in the reference. */
     public static final int NO_LKEY = -1;

@@ -25,7 +25,7 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  +------------------------+ mrBitmapOffset
  *  | MR bitmaps             |  mrCapacity slots of mrBitmapLength bytes
  *  +------------------------+ cacheOffset
- *  | Global cache           |  cacheCapacity entries of 24 bytes
+ *  | Global cache           |  cacheCapacity entries of 32 bytes
  *  +------------------------+ clientTableOffset
  *  | Client table           |  clientCapacity records of 64 bytes
  *  +------------------------+ errorLogOffset

@@ -88,10 +88,12 @@ public final class GlobalCacheReader
                 final long start = SortedTable.start(buffer, cacheOffset, index);
                 final long end = SortedTable.end(buffer, cacheOffset, index);
                 final int lkey = SortedTable.lkey(buffer, cacheOffset, index);
+                final int rkey = SortedTable.rkey(buffer, cacheOffset, index);
+                final int access = SortedTable.access(buffer, cacheOffset, index);
                 final int mr = SortedTable.mr(buffer, cacheOffset, index);
                 if (seqLock.validate(seq))
                 {
-                    out.set(start, end, lkey, mr);
+                    out.set(start, end, lkey, rkey, access, mr);
                     return true;
                 }
             }

@@ -101,9 +101,10 @@ public final class HeaderDescriptor
 
     /**
      * Version of this layout. Bump it on every change to any section; readers refuse a version they do not
-     * know. Version 2 added the heartbeat stale limit.
+     * know. Version 2 added the heartbeat stale limit; version 3 the access of memory and MRs: per segment in
+     * the memseg lists, in the MR records, and with the rkey in the global cache's entries.
      */
-    public static final int LAYOUT_VERSION = 2;
+    public static final int LAYOUT_VERSION = 3;
 
     /** Heartbeat value of a daemon that shut down cleanly. */
     public static final long HEARTBEAT_CLOSED = -1L;

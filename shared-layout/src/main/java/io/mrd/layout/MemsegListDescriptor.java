@@ -29,14 +29,23 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  |            Backing Path (224 bytes UTF-8, secondaries open it)|  32
  *  |                              ...                              |
  *  +---------------------------------------------------------------+
- *  |   Segment 0: Owner Client Id  |  Segment 0: First Of Alloc    | 256
+ *  |                  Segment 0: Owner Client Id                   | 256
  *  +---------------------------------------------------------------+
- *  |   Segment 1: ...              |  ...                          |
+ *  |                  Segment 0: First Of Alloc                    | 260
+ *  +---------------------------------------------------------------+
+ *  |                  Segment 0: Access (Access flags)             | 264
+ *  +---------------------------------------------------------------+
+ *  |                  Segment 1: Owner Client Id                   | 268
+ *  +---------------------------------------------------------------+
+ *  |                              ...                              |
  *  +---------------------------------------------------------------+
  * </pre>
  * A segment with owner {@link #OWNER_FREE} is free. "First of alloc" is the
  * index of the first segment of the allocation the segment belongs to, so that
- * two adjacent allocations by one owner stay two ranges in a dump.
+ * two adjacent allocations by one owner stay two ranges in a dump. "Access" is
+ * the {@link Access} its owner asked for when allocating (plus local write),
+ * one value per allocation: an MR covers segments of one access only, and has
+ * that access.
  */
 public final class MemsegListDescriptor
 {
@@ -67,12 +76,14 @@ public final class MemsegListDescriptor
     /** Offset of the per-segment entries. */
     public static final int SEGMENTS_OFFSET = PATH_OFFSET + PATH_MAX_LENGTH;
 
-    /** Length of one segment entry. */
-    public static final int SEGMENT_ENTRY_LENGTH = 2 * SIZE_OF_INT;
     /** Offset of the owner inside a segment entry. */
     public static final int SEGMENT_OWNER_OFFSET = 0;
     /** Offset of the first segment index of the allocation inside a segment entry. */
-    public static final int SEGMENT_FIRST_OFFSET = SIZE_OF_INT;
+    public static final int SEGMENT_FIRST_OFFSET = SEGMENT_OWNER_OFFSET + SIZE_OF_INT;
+    /** Offset of the access of the allocation inside a segment entry (0 for a free segment). */
+    public static final int SEGMENT_ACCESS_OFFSET = SEGMENT_FIRST_OFFSET + SIZE_OF_INT;
+    /** Length of one segment entry. */
+    public static final int SEGMENT_ENTRY_LENGTH = SEGMENT_ACCESS_OFFSET + SIZE_OF_INT;
 
     private MemsegListDescriptor()
     {

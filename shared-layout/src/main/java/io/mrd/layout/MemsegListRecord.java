@@ -116,10 +116,19 @@ public final class MemsegListRecord
         return buffer.getInt(segmentOffset(index) + SEGMENT_FIRST_OFFSET);
     }
 
-    public MemsegListRecord segment(final int index, final int owner, final int allocationFirst)
+    /**
+     * @return the {@link Access} of the allocation segment {@code index} belongs to; 0 when free.
+     */
+    public int access(final int index)
+    {
+        return buffer.getInt(segmentOffset(index) + SEGMENT_ACCESS_OFFSET);
+    }
+
+    public MemsegListRecord segment(final int index, final int owner, final int allocationFirst, final int access)
     {
         final int at = segmentOffset(index);
         buffer.putInt(at + SEGMENT_FIRST_OFFSET, allocationFirst);
+        buffer.putInt(at + SEGMENT_ACCESS_OFFSET, access);
         buffer.putInt(at + SEGMENT_OWNER_OFFSET, owner);
         return this;
     }

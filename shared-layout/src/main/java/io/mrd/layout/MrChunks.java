@@ -4,7 +4,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 /**
  * Walks the chunks of an MR: the runs of its live segments, each one virtually contiguous range with the
- * MR's lkey (the reference's {@code mr_find_next_chunk}). The primary walks them to fill the global cache;
+ * MR's keys and access (the reference's {@code mr_find_next_chunk}). The primary walks them to fill the global cache;
  * readers walk them on the slow path when the cache overflowed.
  * <p>
  * Readers may walk a record a concurrent write is changing: every bound is clamped to the layout, so torn
@@ -47,7 +47,7 @@ public final class MrChunks
         {
             if (from == 0)
             {
-                out.set(mr.start(), mr.end(), mr.lkey(), mrIndex);
+                out.set(mr.start(), mr.end(), mr.lkey(), mr.rkey(), mr.access(), mrIndex);
             }
             return Integer.MAX_VALUE;
         }
@@ -76,7 +76,8 @@ public final class MrChunks
         {
             index++;
         }
-        out.set(firstSegmentVa + first * segmentSize, firstSegmentVa + index * segmentSize, mr.lkey(), mrIndex);
+        out.set(firstSegmentVa + first * segmentSize, firstSegmentVa + index * segmentSize, mr.lkey(), mr.rkey(),
+            mr.access(), mrIndex);
         return index;
     }
 

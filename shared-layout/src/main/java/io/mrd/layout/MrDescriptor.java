@@ -2,12 +2,16 @@ package io.mrd.layout;
 
 import static org.agrona.BitUtil.SIZE_OF_INT;
 import static org.agrona.BitUtil.SIZE_OF_LONG;
+import static org.agrona.BitUtil.SIZE_OF_SHORT;
 
 /**
  * One record of the MR table: a registration the primary made. Fields mirror
  * the reference's {@code struct mlx5_mr}: the range registered, the memory
  * segments it spans ({@code msBaseIdx}, {@code msBmpN}) and how many of them are
- * still live ({@code msN}), one bitmap bit per spanned segment.
+ * still live ({@code msN}), one bitmap bit per spanned segment; and what the NIC
+ * lets its keys do: the access of the memory it covers ({@link Access}, the
+ * owner's flags as granted, without optional flags such as relaxed ordering) and
+ * the rkey, {@link Access#NO_RKEY} when that access has no remote flag.
  * <pre>
  *   0                   1                   2                   3
  *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -16,7 +20,7 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  +---------------------------------------------------------------+
  *  |                            Lkey                               |  4
  *  +---------------------------------------------------------------+
- *  |                            Rkey                               |  8
+ *  |                  Rkey (0 without remote access)               |  8
  *  +---------------------------------------------------------------+
  *  |                 Memseg List Index (-1 external)               | 12
  *  +---------------------------------------------------------------+
@@ -32,8 +36,8 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  +---------------------------------------------------------------+
  *  |                  Ms Bmp N (segments spanned)                  | 40
  *  +---------------------------------------------------------------+
- *  |                       Flags (EXTERNAL 1)                      | 44
- *  +---------------------------------------------------------------+
+ *  |     Flags (EXTERNAL 1)        |      Access (Access flags)    | 44
+ *  +-------------------------------+-------------------------------+
  *  |                        Owner Client Id                        | 48
  *  +---------------------------------------------------------------+
  *  |            Bitmap Offset (from the start of the file)         | 52
@@ -71,10 +75,15 @@ public final class MrDescriptor
     public static final int MS_N_OFFSET = MS_BASE_IDX_OFFSET + SIZE_OF_INT;
     /** Offset of the number of segments spanned (bits in the bitmap). */
     public static final int MS_BMP_N_OFFSET = MS_N_OFFSET + SIZE_OF_INT;
-    /** Offset of the flags. */
+    /** Offset of the flags, 16 bits. */
     public static final int FLAGS_OFFSET = MS_BMP_N_OFFSET + SIZE_OF_INT;
+    /**
+     * Offset of the access, 16 bits: the {@link Access} flags of the memory the MR covers, all of which fit
+     * ({@link Access#KNOWN}).
+     */
+    public static final int ACCESS_OFFSET = FLAGS_OFFSET + SIZE_OF_SHORT;
     /** Offset of the client id that caused the MR (0 = daemon). */
-    public static final int OWNER_OFFSET = FLAGS_OFFSET + SIZE_OF_INT;
+    public static final int OWNER_OFFSET = ACCESS_OFFSET + SIZE_OF_SHORT;
     /** Offset of the offset of this MR's bitmap in the file. */
     public static final int BITMAP_OFFSET_OFFSET = OWNER_OFFSET + SIZE_OF_INT;
     /** Offset of the creation time. */

@@ -125,12 +125,26 @@ public final class MrRecord
 
     public int flags()
     {
-        return buffer.getInt(offset + FLAGS_OFFSET);
+        return buffer.getShort(offset + FLAGS_OFFSET) & 0xFFFF;
     }
 
     public MrRecord flags(final int value)
     {
-        buffer.putInt(offset + FLAGS_OFFSET, value);
+        buffer.putShort(offset + FLAGS_OFFSET, (short)value);
+        return this;
+    }
+
+    /**
+     * @return the {@link Access} flags of the memory the MR covers.
+     */
+    public int access()
+    {
+        return buffer.getShort(offset + ACCESS_OFFSET) & 0xFFFF;
+    }
+
+    public MrRecord access(final int value)
+    {
+        buffer.putShort(offset + ACCESS_OFFSET, (short)value);
         return this;
     }
 

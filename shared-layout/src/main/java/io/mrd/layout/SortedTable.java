@@ -6,12 +6,12 @@ import org.agrona.MutableDirectBuffer;
 import static io.mrd.layout.CacheEntryDescriptor.*;
 
 /**
- * The sorted address→lkey table: search and insert over entries laid out by
+ * The sorted address→keys table: search and insert over entries laid out by
  * {@link CacheEntryDescriptor}. The global cache in the control file and every
  * bottom-half cache in a secondary are such tables; this is their only search.
  * <p>
  * The search is the reference's: halve {@code n} until one candidate remains,
- * with entry 0 the sentinel {@code {0, 0, -1}} so that no address falls before
+ * with entry 0 the sentinel (start and end 0) so that no address falls before
  * the first entry and the loop needs no bounds check. It touches
  * {@code log2(len)} entries and always terminates, whatever a concurrent writer
  * left in the table: a seqlock reader may search torn data, and must not loop or
@@ -80,7 +80,7 @@ public final class SortedTable
             return false;
         }
         out.set(start(buffer, offset, index), end(buffer, offset, index), lkey(buffer, offset, index),
-            mr(buffer, offset, index));
+            rkey(buffer, offset, index), access(buffer, offset, index), mr(buffer, offset, index));
         return true;
     }
 
@@ -91,7 +91,7 @@ public final class SortedTable
      */
     public static int clear(final MutableDirectBuffer buffer, final int offset)
     {
-        putEntry(buffer, offset, 0, 0, 0, NO_LKEY, -1);
+        putEntry(buffer, offset, 0, 0, 0, NO_LKEY, Access.NO_RKEY, 0, -1);
         return 1;
     }
 
@@ -101,19 +101,13 @@ public final class SortedTable
      *
      * @param len      entries in use before the insert.
      * @param capacity entries the table can hold.
+     * @param entry    what to insert; its fields are copied.
      * @return the new length, or {@link #NOT_FOUND} when the table is full (the caller sets overflow).
      */
-    @SuppressWarnings("checkstyle:ParameterNumber")
     public static int insert(
-        final MutableDirectBuffer buffer,
-        final int offset,
-        final int len,
-        final int capacity,
-        final long start,
-        final long end,
-        final int lkey,
-        final int mr)
+        final MutableDirectBuffer buffer, final int offset, final int len, final int capacity, final MrEntry entry)
     {
+        final long start = entry.start;
         final int index = search(buffer, offset, len, start);
         if (index > 0 && start < end(buffer, offset, index))
         {
@@ -130,10 +124,11 @@ public final class SortedTable
             // Overlapping copy: Agrona's putBytes within one buffer is a memmove.
             buffer.putBytes(offset + (slot + 1) * ENTRY_LENGTH, buffer, offset + slot * ENTRY_LENGTH, shift);
         }
-        putEntry(buffer, offset, slot, start, end, lkey, mr);
+        putEntry(buffer, offset, slot, entry.start, entry.end, entry.lkey, entry.rkey, entry.access, entry.mr);
         return len + 1;
     }
 
+    @SuppressWarnings("checkstyle:ParameterNumber")
     public static void putEntry(
         final MutableDirectBuffer buffer,
         final int offset,
@@ -141,12 +136,16 @@ public final class SortedTable
         final long start,
         final long end,
         final int lkey,
+        final int rkey,
+        final int access,
         final int mr)
     {
         final int at = offset + index * ENTRY_LENGTH;
         buffer.putLong(at + START_OFFSET, start);
         buffer.putLong(at + END_OFFSET, end);
         buffer.putInt(at + LKEY_OFFSET, lkey);
+        buffer.putInt(at + RKEY_OFFSET, rkey);
+        buffer.putInt(at + ACCESS_OFFSET, access);
         buffer.putInt(at + MR_OFFSET, mr);
     }
 
@@ -163,6 +162,16 @@ public final class SortedTable
     public static int lkey(final DirectBuffer buffer, final int offset, final int index)
     {
         return buffer.getInt(offset + index * ENTRY_LENGTH + LKEY_OFFSET);
+    }
+
+    public static int rkey(final DirectBuffer buffer, final int offset, final int index)
+    {
+        return buffer.getInt(offset + index * ENTRY_LENGTH + RKEY_OFFSET);
+    }
+
+    public static int access(final DirectBuffer buffer, final int offset, final int index)
+    {
+        return buffer.getInt(offset + index * ENTRY_LENGTH + ACCESS_OFFSET);
     }
 
     public static int mr(final DirectBuffer buffer, final int offset, final int index)

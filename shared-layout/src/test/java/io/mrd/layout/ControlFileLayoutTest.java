@@ -188,7 +188,8 @@ final class ControlFileLayoutTest
     void recordLengthsAreWhatTheOtherProcessAssumes()
     {
         assertEquals(64, MrDescriptor.MR_RECORD_LENGTH);
-        assertEquals(24, CacheEntryDescriptor.ENTRY_LENGTH);
+        assertEquals(32, CacheEntryDescriptor.ENTRY_LENGTH);
+        assertEquals(12, MemsegListDescriptor.SEGMENT_ENTRY_LENGTH);
         assertEquals(64, ClientDescriptor.CLIENT_RECORD_LENGTH);
         assertEquals(256, MemsegListDescriptor.SEGMENTS_OFFSET);
         for (final int segments : new int[]{1, 2, 7, 8, 9, 255, 256, 257, 4096, 65535})
@@ -205,11 +206,17 @@ final class ControlFileLayoutTest
             new int[][]{{MrDescriptor.STATE_OFFSET, 4}, {MrDescriptor.LKEY_OFFSET, 4}, {MrDescriptor.RKEY_OFFSET, 4},
                 {MrDescriptor.LIST_INDEX_OFFSET, 4}, {MrDescriptor.START_OFFSET, 8}, {MrDescriptor.END_OFFSET, 8},
                 {MrDescriptor.MS_BASE_IDX_OFFSET, 4}, {MrDescriptor.MS_N_OFFSET, 4},
-                {MrDescriptor.MS_BMP_N_OFFSET, 4}, {MrDescriptor.FLAGS_OFFSET, 4}, {MrDescriptor.OWNER_OFFSET, 4},
+                {MrDescriptor.MS_BMP_N_OFFSET, 4}, {MrDescriptor.FLAGS_OFFSET, 2}, {MrDescriptor.ACCESS_OFFSET, 2},
+                {MrDescriptor.OWNER_OFFSET, 4},
                 {MrDescriptor.BITMAP_OFFSET_OFFSET, 4}, {MrDescriptor.CREATED_OFFSET, 8}});
         assertFieldsAligned("cache entry", CacheEntryDescriptor.ENTRY_LENGTH,
             new int[][]{{CacheEntryDescriptor.START_OFFSET, 8}, {CacheEntryDescriptor.END_OFFSET, 8},
-                {CacheEntryDescriptor.LKEY_OFFSET, 4}, {CacheEntryDescriptor.MR_OFFSET, 4}});
+                {CacheEntryDescriptor.LKEY_OFFSET, 4}, {CacheEntryDescriptor.RKEY_OFFSET, 4},
+                {CacheEntryDescriptor.MR_OFFSET, 4}, {CacheEntryDescriptor.ACCESS_OFFSET, 4}});
+        assertFieldsAligned("segment entry", MemsegListDescriptor.SEGMENT_ENTRY_LENGTH,
+            new int[][]{{MemsegListDescriptor.SEGMENT_OWNER_OFFSET, 4}, {MemsegListDescriptor.SEGMENT_FIRST_OFFSET, 4},
+                {MemsegListDescriptor.SEGMENT_ACCESS_OFFSET, 4}});
+        assertTrue(Access.KNOWN <= 0xFFFF, "the MR record's 16-bit access field holds every flag a client may ask");
         assertFieldsAligned("client record", ClientDescriptor.CLIENT_RECORD_LENGTH,
             new int[][]{{ClientDescriptor.STATE_OFFSET, 4}, {ClientDescriptor.ID_OFFSET, 4},
                 {ClientDescriptor.PID_OFFSET, 8}, {ClientDescriptor.UID_OFFSET, 4}, {ClientDescriptor.GID_OFFSET, 4},

@@ -47,7 +47,7 @@ final class SortedTableTest
         Collections.shuffle(order, new Random(seed));
         for (final long[] r : order)
         {
-            len = SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, r[0], r[1], (int)r[2], (int)r[3]);
+            len = SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, entry(r[0], r[1], (int)r[2], (int)r[3]));
             model.put(r[0], r);
             assertEquals(model.size() + 1, len);
             assertSorted(buffer, len);
@@ -65,8 +65,8 @@ final class SortedTableTest
         {
             final long inside = r[0] + (r[1] - r[0]) / 2;
             final byte[] before = bytes(buffer, len);
-            assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, inside, inside + 1, 7, 7));
-            assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, capacity + 5, r[0], r[1], 9, 9));
+            assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, entry(inside, inside + 1, 7, 7)));
+            assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, capacity + 5, entry(r[0], r[1], 9, 9)));
             assertArrayEquals(before, bytes(buffer, len));
         }
     }
@@ -85,7 +85,7 @@ final class SortedTableTest
         for (; i < capacity - 1; i++)
         {
             final long[] r = order.get(i);
-            len = SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, r[0], r[1], (int)r[2], (int)r[3]);
+            len = SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, entry(r[0], r[1], (int)r[2], (int)r[3]));
             model.put(r[0], r);
         }
         assertEquals(capacity, len);
@@ -95,7 +95,7 @@ final class SortedTableTest
         {
             final long[] r = order.get(i);
             assertEquals(NOT_FOUND,
-                SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, r[0], r[1], (int)r[2], (int)r[3]));
+                SortedTable.insert(buffer, TABLE_OFFSET, len, capacity, entry(r[0], r[1], (int)r[2], (int)r[3])));
             assertArrayEquals(before, bytes(buffer, len));
         }
         for (final long address : probes(ranges, random))
@@ -148,6 +148,7 @@ final class SortedTableTest
         assertEquals(0L, SortedTable.start(buffer, TABLE_OFFSET, 0));
         assertEquals(0L, SortedTable.end(buffer, TABLE_OFFSET, 0));
         assertEquals(NO_LKEY, SortedTable.lkey(buffer, TABLE_OFFSET, 0));
+        assertEquals(Access.NO_RKEY, SortedTable.rkey(buffer, TABLE_OFFSET, 0));
         assertEquals(-1, SortedTable.mr(buffer, TABLE_OFFSET, 0));
         for (final long address : new long[]{0, 1, 4096, Long.MAX_VALUE})
         {
@@ -160,9 +161,9 @@ final class SortedTableTest
     {
         final UnsafeBuffer buffer = table(4);
         int len = SortedTable.clear(buffer, TABLE_OFFSET);
-        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, 0x2000, 0x3000, 22, 2);
-        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, 0x1000, 0x2000, 11, 1);
-        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, 0x3000, 0x4000, 33, 3);
+        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, entry(0x2000, 0x3000, 22, 2));
+        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, entry(0x1000, 0x2000, 11, 1));
+        len = SortedTable.insert(buffer, TABLE_OFFSET, len, 4, entry(0x3000, 0x4000, 33, 3));
         assertEquals(4, len);
         assertEquals(11, lkeyAt(buffer, len, 0x1fff));
         assertEquals(22, lkeyAt(buffer, len, 0x2000));
@@ -170,8 +171,8 @@ final class SortedTableTest
         assertEquals(33, lkeyAt(buffer, len, 0x3000));
         assertEquals(NOT_FOUND, SortedTable.lookup(buffer, TABLE_OFFSET, len, 0x4000));
         assertEquals(NOT_FOUND, SortedTable.lookup(buffer, TABLE_OFFSET, len, 0xfff));
-        assertEquals(NOT_FOUND, SortedTable.insert(buffer, TABLE_OFFSET, len, 4, 0x5000, 0x6000, 44, 4));
-        assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, 4, 0x2800, 0x6000, 44, 4));
+        assertEquals(NOT_FOUND, SortedTable.insert(buffer, TABLE_OFFSET, len, 4, entry(0x5000, 0x6000, 44, 4)));
+        assertEquals(len, SortedTable.insert(buffer, TABLE_OFFSET, len, 4, entry(0x2800, 0x6000, 44, 4)));
     }
 
     @Provide
@@ -257,7 +258,17 @@ final class SortedTableTest
             assertEquals(expected[1], SortedTable.end(buffer, TABLE_OFFSET, index), "address " + address);
             assertEquals((int)expected[2], SortedTable.lkey(buffer, TABLE_OFFSET, index), "address " + address);
             assertEquals((int)expected[3], SortedTable.mr(buffer, TABLE_OFFSET, index), "address " + address);
+            final MrEntry found = new MrEntry();
+            assertTrue(SortedTable.find(buffer, TABLE_OFFSET, len, address, found));
+            assertEquals(entry(expected[0], expected[1], (int)expected[2], (int)expected[3]).toString(),
+                found.toString(), "find copies every field of the entry holding " + address);
         }
+    }
+
+    /** An entry whose rkey and access differ from its lkey and MR index, so that a field copied wrong shows. */
+    private static MrEntry entry(final long start, final long end, final int lkey, final int mr)
+    {
+        return new MrEntry().set(start, end, lkey, ~lkey, Access.LOCAL_WRITE | (mr & Access.REMOTE), mr);
     }
 
     private static void assertSorted(final UnsafeBuffer buffer, final int len)

@@ -87,14 +87,15 @@ public record ControlFileSnapshot(
     }
 
     /**
-     * One run of allocated segments of one allocation (same owner, same first segment).
+     * One run of allocated segments of one allocation (same owner, same first segment), and its access.
      */
-    public record Allocated(int firstSegment, int segmentCount, long start, long end, int owner)
+    public record Allocated(int firstSegment, int segmentCount, long start, long end, int owner, int access)
     {
     }
 
     /**
-     * One memory-segment list; {@code owners[i]} and {@code allocationFirst[i]} describe segment {@code i}.
+     * One memory-segment list; {@code owners[i]}, {@code allocationFirst[i]} and {@code access[i]} describe
+     * segment {@code i}.
      */
     public record MemsegList(
         int index,
@@ -106,7 +107,8 @@ public record ControlFileSnapshot(
         int allocatedSegments,
         String backingPath,
         int[] owners,
-        int[] allocationFirst)
+        int[] allocationFirst,
+        int[] access)
     {
         public long segmentAddress(final int segment)
         {
@@ -162,7 +164,8 @@ public record ControlFileSnapshot(
                 {
                     i++;
                 }
-                result.add(new Allocated(first, i - first, segmentAddress(first), segmentAddress(i), owner));
+                result.add(new Allocated(first, i - first, segmentAddress(first), segmentAddress(i), owner,
+                    access[first]));
             }
             return result;
         }
@@ -196,6 +199,7 @@ public record ControlFileSnapshot(
         int state,
         int lkey,
         int rkey,
+        int access,
         int listIndex,
         long start,
         long end,
@@ -235,7 +239,7 @@ public record ControlFileSnapshot(
      * One entry of the global cache; {@code index} is its position in the table (1 is the first after the
      * sentinel).
      */
-    public record CacheEntry(int index, long start, long end, int lkey, int mr)
+    public record CacheEntry(int index, long start, long end, int lkey, int rkey, int access, int mr)
     {
         public String range()
         {
@@ -391,13 +395,15 @@ public record ControlFileSnapshot(
             final int count = clamp(record.segmentCount(), 0, layout.segmentsPerList());
             final int[] owners = new int[count];
             final int[] first = new int[count];
+            final int[] access = new int[count];
             for (int s = 0; s < count; s++)
             {
                 owners[s] = record.owner(s);
                 first[s] = record.allocationFirst(s);
+                access[s] = record.access(s);
             }
             lists.add(new MemsegList(l, record.baseVa(), record.pageSize(), segmentSize, count, record.flags(),
-                record.allocatedSegments(), record.backingPath(), owners, first));
+                record.allocatedSegments(), record.backingPath(), owners, first, access));
         }
         return lists;
     }
@@ -459,11 +465,18 @@ public record ControlFileSnapshot(
                     b = bits.nextSetBit(clear);
                 }
             }
-            mrs.add(new Mr(i, state, record.lkey(), record.rkey(), listIndex, record.start(), record.end(),
+            mrs.add(new Mr(i, state, record.lkey(), record.rkey(), record.access(), listIndex, record.start(), record.end(),
                 record.msBaseIdx(), record.msN(), msBmpN, record.flags(), record.owner(), bitmapOffset,
                 record.createdMs(), bits, stray, List.copyOf(chunks)));
         }
         return mrs;
+    }
+
+    private static CacheEntry cacheEntry(final UnsafeBuffer buffer, final int offset, final int i)
+    {
+        return new CacheEntry(i, SortedTable.start(buffer, offset, i), SortedTable.end(buffer, offset, i),
+            SortedTable.lkey(buffer, offset, i), SortedTable.rkey(buffer, offset, i),
+            SortedTable.access(buffer, offset, i), SortedTable.mr(buffer, offset, i));
     }
 
     private static Cache readCache(final UnsafeBuffer buffer, final ControlFileLayout layout, final ControlHeader h)
@@ -472,13 +485,11 @@ public record ControlFileSnapshot(
         final int capacity = layout.cacheCapacity();
         final int len = h.cacheLen();
         final int used = clamp(len, 1, capacity);
-        final CacheEntry sentinel = new CacheEntry(0, SortedTable.start(buffer, offset, 0),
-            SortedTable.end(buffer, offset, 0), SortedTable.lkey(buffer, offset, 0), SortedTable.mr(buffer, offset, 0));
+        final CacheEntry sentinel = cacheEntry(buffer, offset, 0);
         final List<CacheEntry> entries = new ArrayList<>(used - 1);
         for (int i = 1; i < used; i++)
         {
-            entries.add(new CacheEntry(i, SortedTable.start(buffer, offset, i), SortedTable.end(buffer, offset, i),
-                SortedTable.lkey(buffer, offset, i), SortedTable.mr(buffer, offset, i)));
+            entries.add(cacheEntry(buffer, offset, i));
         }
         return new Cache(len, capacity, h.cacheOverflow(), sentinel, Collections.unmodifiableList(entries));
     }

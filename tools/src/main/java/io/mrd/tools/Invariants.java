@@ -1,5 +1,6 @@
 package io.mrd.tools;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
@@ -20,8 +21,9 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * What must hold in every control file the primary publishes, checked from outside on a
  * {@link ControlFileSnapshot}: the MR-engine properties (global cache sorted, non-overlapping, every entry a
- * live chunk of exactly one ACTIVE MR with its lkey, every chunk cached unless the overflow flag is set, no
- * segment live in two MRs, every live segment allocated, MR fields coherent), the memory lists' bookkeeping,
+ * live chunk of exactly one ACTIVE MR with its keys and access, every chunk cached unless the overflow flag is
+ * set, no segment live in two MRs, every live segment allocated and of its MR's access, an rkey exactly for
+ * remote access, MR fields coherent), the memory lists' bookkeeping,
  * the counters that must agree with the tables, and unique client ids.
  * <p>
  * {@code mrd check} runs it on a live daemon; the reliability tests run that command between steps, and the
@@ -119,6 +121,12 @@ public final class Invariants
                         " (owner " + list.owners()[s] + ") but segment " + (s - 1) + " is not part of it (owner " +
                         list.owners()[s - 1] + ", allocation at " + list.allocationFirst()[s - 1] + ")");
                 }
+                else if (first < s && list.access()[s - 1] != list.access()[s])
+                {
+                    violations.add(name + " segment " + s + ": access " + Access.describe(list.access()[s]) +
+                        " but segment " + (s - 1) + " of the same allocation has " +
+                        Access.describe(list.access()[s - 1]) + ": an allocation has one access");
+                }
             }
             if (owned != list.allocatedSegments())
             {
@@ -165,6 +173,7 @@ public final class Invariants
             {
                 violations.add(name + ": start " + Sizes.hex(mr.start()) + " is not below end " + Sizes.hex(mr.end()));
             }
+            checkAccess(name, mr, violations);
             if (mr.bitmapOffset() != layout.mrBitmapOffset(mr.index()))
             {
                 violations.add(name + ": bitmap offset " + mr.bitmapOffset() + " is not its slot's " +
@@ -222,6 +231,23 @@ public final class Invariants
         }
     }
 
+    /**
+     * Access is the owner's choice plus local write, and remote access and an rkey come together: an rkey of
+     * local-only memory is a key nobody should hold, a remote MR without one is unusable.
+     */
+    private static void checkAccess(final String name, final ControlFileSnapshot.Mr mr, final List<String> violations)
+    {
+        if ((mr.access() & ~Access.KNOWN) != 0 || (mr.access() & Access.LOCAL_WRITE) == 0)
+        {
+            violations.add(name + ": access " + Access.describe(mr.access()) + " is not local-write plus remote flags");
+        }
+        if (Access.isRemote(mr.access()) == (mr.rkey() == Access.NO_RKEY))
+        {
+            violations.add(name + ": rkey " + Format.key(mr.rkey()) + " with access " + Access.describe(mr.access()) +
+                ": an MR has an rkey exactly when it has remote access");
+        }
+    }
+
     private static void checkSegments(final ControlFileSnapshot snapshot, final List<String> violations)
     {
         final List<ControlFileSnapshot.MemsegList> lists = snapshot.lists();
@@ -261,6 +287,12 @@ public final class Invariants
                 {
                     violations.add("MR " + mr.index() + ": live segment " + where +
                         " is not allocated in its memseg list");
+                }
+                else if (list.access()[s] != mr.access())
+                {
+                    violations.add("MR " + mr.index() + " of access " + Access.describe(mr.access()) +
+                        ": live segment " + where + " was allocated with access " +
+                        Access.describe(list.access()[s]) + " (an MR covers memory of one access)");
                 }
             }
         }
@@ -360,6 +392,12 @@ public final class Invariants
                 {
                     violations.add(name + " lkey mismatch: the entry has lkey " + Format.key(e.lkey()) + ", MR " +
                         mr.index() + " has " + Format.key(mr.lkey()));
+                }
+                if (mr.rkey() != e.rkey() || mr.access() != e.access())
+                {
+                    violations.add(name + " keys mismatch: the entry has rkey " + Format.key(e.rkey()) +
+                        " access " + Access.describe(e.access()) + ", MR " + mr.index() + " has rkey " +
+                        Format.key(mr.rkey()) + " access " + Access.describe(mr.access()));
                 }
                 if (mr.index() != e.mr())
                 {

@@ -112,7 +112,7 @@ public final class RoundTripMain
         {
             throw new MrdException(ErrorCode.EPROTO, "CREATE_MR was not answered with MR_CREATED");
         }
-        out.set(created.start(), created.end(), created.lkey(), -1);
+        out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
     }
 
     private static void put(final Map<String, Object> result, final String kind, final Histogram histogram)

@@ -259,7 +259,7 @@ final class FuzzTest
             case 1 -> new Message.CreateMr(address, length);
             case 2 -> new Message.Alloc(length, random.nextInt(4) == 0 ? random.nextInt() : 0);
             case 3 -> new Message.Free(address, length);
-            case 4 -> new Message.RegExternal(length);
+            case 4 -> new Message.RegExternal(length, random.nextInt(4) == 0 ? random.nextInt() : 0);
             default -> new Message.DeregExternal(address);
         };
         return RawConnection.encode(random.nextLong(), random.nextInt(8) == 0 ? FrameDescriptor.FLAG_FD : 0, message);
@@ -409,7 +409,7 @@ final class FuzzTest
             final byte[] alloc = RawConnection.encode(2, new Message.Alloc(SEGMENT, 0));
             final byte[] allocFlagged = RawConnection.encode(3, FrameDescriptor.FLAG_FD, new Message.Alloc(SEGMENT, 0));
             final byte[] create = RawConnection.encode(4, new Message.CreateMr(0x1000_0000_0000L, 64));
-            final byte[] register = RawConnection.encode(5, FrameDescriptor.FLAG_FD, new Message.RegExternal(SEGMENT));
+            final byte[] register = RawConnection.encode(5, FrameDescriptor.FLAG_FD, new Message.RegExternal(SEGMENT, 0));
             int connections = 0;
             int eproto = 0;
             for (int i = 0; i < repeats; i++)

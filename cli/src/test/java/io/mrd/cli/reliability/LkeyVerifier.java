@@ -121,6 +121,8 @@ final class LkeyVerifier
                 cacheEntry.set(SortedTable.start(buffer, layout.cacheOffset(), index),
                     SortedTable.end(buffer, layout.cacheOffset(), index),
                     SortedTable.lkey(buffer, layout.cacheOffset(), index),
+                    SortedTable.rkey(buffer, layout.cacheOffset(), index),
+                    SortedTable.access(buffer, layout.cacheOffset(), index),
                     SortedTable.mr(buffer, layout.cacheOffset(), index));
             }
         });

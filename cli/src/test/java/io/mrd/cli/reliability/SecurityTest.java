@@ -283,7 +283,7 @@ final class SecurityTest
                 seen.add(expect(request(c1, 24, new Message.Alloc(10 * Sizes.MIB, 0)), ErrorCode.ENOMEM, ""));
                 seen.add(expect(request(c1, 25, new Message.Alloc(Sizes.TIB, 0)), ErrorCode.ENOMEM, ""));
                 seen.add(expect(request(c1, 26, new Message.Alloc(-1, 0)), ErrorCode.EINVAL, ""));
-                seen.add(expect(request(c2, 27, new Message.RegExternal(8 * Sizes.MIB)), ErrorCode.EINVAL,
+                seen.add(expect(request(c2, 27, new Message.RegExternal(8 * Sizes.MIB, 0)), ErrorCode.EINVAL,
                     "--max-external"));
                 daemon.assertHealthy("at the limits");
 

@@ -87,11 +87,12 @@ public final class ExternalMemory implements AutoCloseable
      * Maps the client's fd in the window and registers it. Always closes {@code fd}: the mapping holds the file
      * from then on.
      *
+     * @param access the {@link io.mrd.layout.Access} the owner asks for (REG_EXTERNAL's), local write is added.
      * @return the MR: {@code [start, end)} is where the memory is mapped.
-     * @throws MrdException EINVAL for a bad length or a file shorter than it, ENOMEM when the window is full,
-     *                      or the mapping's or the registration's error.
+     * @throws MrdException EINVAL for a bad length, unknown access bits or a file shorter than it, ENOMEM when
+     *                      the window is full, or the mapping's or the registration's error.
      */
-    public MrEntry register(final long length, final int fd, final int owner)
+    public MrEntry register(final long length, final int fd, final int owner, final int access)
     {
         try
         {
@@ -105,7 +106,7 @@ public final class ExternalMemory implements AutoCloseable
             try
             {
                 window.map(range, fd);
-                return engine.registerExternal(range.address(), length, owner);
+                return engine.registerExternal(range.address(), length, owner, access);
             }
             catch (final RuntimeException ex)
             {

@@ -10,8 +10,10 @@ package io.mrd.primary.memory;
  * @param length       bytes of the run: the request rounded up to whole segments.
  * @param owner        the client id that owns the run, or
  *                     {@link io.mrd.layout.MemsegListDescriptor#OWNER_DAEMON}.
+ * @param access       the {@link io.mrd.layout.Access} the owner chose for the run (local write included).
  */
-public record Allocation(int listIndex, int firstSegment, int segmentCount, long address, long length, int owner)
+public record Allocation(
+    int listIndex, int firstSegment, int segmentCount, long address, long length, int owner, int access)
 {
     /**
      * @return the first address past the run.

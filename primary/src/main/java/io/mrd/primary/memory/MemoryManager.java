@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrdException;
@@ -135,32 +136,36 @@ public final class MemoryManager implements AutoCloseable
         listeners.add(listener);
     }
 
-    public void removeEventListener(final MemoryEventListener listener)
-    {
-        listeners.remove(listener);
-    }
-
     /** The lock itself, for this package's tests, which hold it around {@link #contiguousChunk}. */
     ReentrantReadWriteLock memoryLock()
     {
         return memoryLock;
     }
 
+    /** Allocates for local access only ({@link Access#LOCAL}). @see #allocate(long, int, int) */
+    public Allocation allocate(final long length, final int owner)
+    {
+        return allocate(length, owner, Access.LOCAL);
+    }
+
     /**
      * Allocates a virtually contiguous run of whole segments, first fit: the lowest list, then the lowest
      * index, that has a run of enough free segments. Runs never span lists. The run is mapped read-write and
-     * shared before this returns; its pages are zero.
+     * shared before this returns; its pages are zero. Its segments record {@code access}, which decides what
+     * MRs cover them ({@link #contiguousChunk}).
      *
      * @param length bytes wanted, rounded up to whole segments.
      * @param owner  the client id, or {@link MemsegListDescriptor#OWNER_DAEMON}; must be positive.
+     * @param access the {@link Access} the owner asked for; local write is added.
      * @return the run.
-     * @throws MrdException EINVAL for a length or owner that is not positive; ENOMEM when the length exceeds a
-     *                      list, when no run is free (the message gives the largest free run and
-     *                      {@code --max-memory}), or when the backing file system has no pages left.
+     * @throws MrdException EINVAL for a length or owner that is not positive or unknown access bits; ENOMEM
+     *                      when the length exceeds a list, when no run is free (the message gives the largest
+     *                      free run and {@code --max-memory}), or when the backing file system has no pages left.
      */
-    public Allocation allocate(final long length, final int owner)
+    public Allocation allocate(final long length, final int owner, final int access)
     {
         checkOwner(owner);
+        final int granted = Access.granted(access, "allocation");
         if (length <= 0)
         {
             throw new MrdException(ErrorCode.EINVAL, "cannot allocate " + length +
@@ -189,9 +194,9 @@ public final class MemoryManager implements AutoCloseable
                     final long bytes = (long)n << segmentShift;
                     BackingFiles.checkSpace(list, length, bytes);
                     backing.map(list, first, n, length);
-                    list.markAllocated(first, n, owner);
+                    list.markAllocated(first, n, owner, granted);
                     allocatedBytes += bytes;
-                    return new Allocation(list.index(), first, n, list.segmentAddress(first), bytes, owner);
+                    return new Allocation(list.index(), first, n, list.segmentAddress(first), bytes, owner, granted);
                 }
             }
             throw noFreeRun(length, n);
@@ -370,10 +375,11 @@ public final class MemoryManager implements AutoCloseable
     }
 
     /**
-     * The maximal run of allocated segments (of any owners) around {@code address} within its list: the
-     * virtually contiguous chunk the MR engine registers, as {@code rte_memseg_contig_walk} finds it in DPDK.
-     * Chunks never span lists. Call with the memory lock held (read or write) and keep holding it while
-     * using the answer: it is only true while no allocation or free can run.
+     * The maximal run of allocated segments (of any owners) around {@code address} within its list that may
+     * share an MR: the virtually contiguous chunk the MR engine registers, as {@code rte_memseg_contig_walk}
+     * finds it in DPDK, stopped at segments of other access ({@link MemsegList#chunkAround}). Chunks never
+     * span lists. Call with the memory lock held (read or write) and keep holding it while using the answer:
+     * it is only true while no allocation or free can run.
      *
      * @param address any address.
      * @return the chunk, or null when the address is not in an allocated segment.
@@ -449,12 +455,6 @@ public final class MemoryManager implements AutoCloseable
     public long segmentSize()
     {
         return segmentSize;
-    }
-
-    /** @return bytes per list: the largest possible allocation. */
-    public long listLength()
-    {
-        return listLength;
     }
 
     /** @return first address of list 0. */

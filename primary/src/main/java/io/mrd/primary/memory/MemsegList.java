@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
@@ -48,6 +49,8 @@ public final class MemsegList
     private final int fd;
     private final int[] owner;
     private final int[] allocationFirst;
+    /** Access of each allocated or releasing segment's allocation. */
+    private final int[] access;
     private final MemsegListRecord record = new MemsegListRecord();
     private int allocatedSegments;
     private int releasingSegments;
@@ -90,6 +93,7 @@ public final class MemsegList
         this.backingPath = backingPath.toAbsolutePath();
         this.owner = new int[segmentCount];
         this.allocationFirst = new int[segmentCount];
+        this.access = new int[segmentCount];
 
         final String pathText = this.backingPath.toString();
         if (pathText.getBytes(StandardCharsets.UTF_8).length > MemsegListDescriptor.PATH_MAX_LENGTH)
@@ -118,7 +122,7 @@ public final class MemsegList
             .allocatedSegments(0);
         for (int i = 0; i < segmentCount; i++)
         {
-            record.segment(i, OWNER_FREE, 0);
+            record.segment(i, OWNER_FREE, 0, 0);
         }
     }
 
@@ -257,6 +261,17 @@ public final class MemsegList
     /**
      * Call with the memory lock held.
      *
+     * @param segment an allocated segment's index.
+     * @return the {@link Access} of the allocation it belongs to; 0 for a segment not allocated.
+     */
+    public int access(final int segment)
+    {
+        return owner[segment] > 0 ? access[segment] : 0;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
      * @return segments allocated in this list.
      */
     public int allocatedSegments()
@@ -315,29 +330,40 @@ public final class MemsegList
     }
 
     /**
-     * @return the maximal run of allocated segments (of any owners) around {@code segment}, an allocated one.
+     * The maximal run around {@code segment}, an allocated one, of allocated segments (of any owners) that may
+     * share its MR. An MR is registered with one access, so the run stops at a segment of other access: an MR
+     * never covers memory of two accesses, and never grants remote access its owner did not ask for. Memory
+     * with remote access also stops at its allocation's bounds, so that an rkey reaches one owner's memory
+     * only, and a free by one owner never revokes another's rkey (see {@code MrTable.clearSegments}).
      */
     Chunk chunkAround(final int segment)
     {
         int first = segment;
-        while (first > 0 && isAllocated(first - 1))
+        while (first > 0 && mayShareMr(first - 1, segment))
         {
             first--;
         }
         int last = segment;
-        while (last + 1 < segmentCount && isAllocated(last + 1))
+        while (last + 1 < segmentCount && mayShareMr(last + 1, segment))
         {
             last++;
         }
         return chunkOf(first, last);
     }
 
+    private boolean mayShareMr(final int neighbour, final int segment)
+    {
+        return isAllocated(neighbour) && access[neighbour] == access[segment] &&
+            (!Access.isRemote(access[segment]) || allocationFirst[neighbour] == allocationFirst[segment]);
+    }
+
     /**
-     * @return segments {@code [first, last]} as a chunk.
+     * @return segments {@code [first, last]}, all of one access, as a chunk.
      */
     Chunk chunkOf(final int first, final int last)
     {
-        return new Chunk(index, first, last - first + 1, segmentAddress(first), segmentAddress(last + 1));
+        return new Chunk(index, first, last - first + 1, segmentAddress(first), segmentAddress(last + 1),
+            access[first]);
     }
 
     private static String ownerName(final int owner)
@@ -417,13 +443,14 @@ public final class MemsegList
         }
     }
 
-    void markAllocated(final int first, final int n, final int newOwner)
+    void markAllocated(final int first, final int n, final int newOwner, final int newAccess)
     {
         for (int i = first; i < first + n; i++)
         {
             owner[i] = newOwner;
             allocationFirst[i] = first;
-            record.segment(i, newOwner, first);
+            access[i] = newAccess;
+            record.segment(i, newOwner, first, newAccess);
         }
         allocatedSegments += n;
         record.allocatedSegments(publishedAllocated());
@@ -452,7 +479,7 @@ public final class MemsegList
             for (int i = end; i < segmentCount && owner[i] > 0 && allocationFirst[i] == oldFirst; i++)
             {
                 allocationFirst[i] = end;
-                record.segment(i, owner[i], end);
+                record.segment(i, owner[i], end, access[i]);
             }
         }
         // The control file keeps showing the old owner until markFree: readers check that every live
@@ -492,7 +519,8 @@ public final class MemsegList
         for (int i = first; i < first + n; i++)
         {
             owner[i] = OWNER_FREE;
-            record.segment(i, OWNER_FREE, 0);
+            access[i] = 0;
+            record.segment(i, OWNER_FREE, 0, 0);
         }
         releasingSegments -= n;
         record.allocatedSegments(publishedAllocated());

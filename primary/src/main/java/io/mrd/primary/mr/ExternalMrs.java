@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
@@ -8,7 +9,6 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
-import io.mrd.primary.provider.Access;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
 
@@ -53,9 +53,10 @@ final class ExternalMrs
      * Registers {@code [address, address + length)} as one MR. Registers under the cache lock, as a create
      * does, so that an overlapping create waits for it; never under the seqlock.
      *
+     * @param access the {@link Access} its owner asked for, local write included.
      * @throws MrdException EINVAL for an empty or unaligned range, EEXIST when it overlaps a registered chunk.
      */
-    MrEntry register(final long address, final long length, final int owner)
+    MrEntry register(final long address, final long length, final int owner, final int access)
     {
         if (length <= 0 || address <= 0 || address + length < address)
         {
@@ -76,16 +77,16 @@ final class ExternalMrs
             final Registration registration;
             try
             {
-                registration = registrar.register(address, length, Access.DEFAULT);
+                registration = registrar.register(address, length, MrEngine.registrationAccess(access));
             }
             catch (final RuntimeException ex)
             {
                 table.release(slot);
                 throw ex;
             }
-            engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner);
+            engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner, access);
             counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
-            return new MrEntry().set(address, address + length, registration.lkey(), slot);
+            return new MrEntry().set(address, address + length, registration.lkey(), registration.rkey(), access, slot);
         }
         finally
         {

@@ -109,8 +109,7 @@ final class GlobalCacheWriter
     void insert(final MrEntry entry)
     {
         assert writing;
-        final int len = SortedTable.insert(buffer, cacheOffset, header.cacheLen(), layout.cacheCapacity(),
-            entry.start, entry.end, entry.lkey, entry.mr);
+        final int len = SortedTable.insert(buffer, cacheOffset, header.cacheLen(), layout.cacheCapacity(), entry);
         if (len == SortedTable.NOT_FOUND)
         {
             if (!header.cacheOverflow())

@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
@@ -12,7 +13,6 @@ import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.Chunk;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.memory.MemoryManager;
-import io.mrd.primary.provider.Access;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -180,7 +180,8 @@ public final class MrEngine implements AutoCloseable
             table.release(slot);
             throw notManaged(address);
         }
-        if (recheck.start() != walked.start() || recheck.end() != walked.end())
+        // The access too: the address's segment may have been freed and allocated again with another access.
+        if (recheck.start() != walked.start() || recheck.end() != walked.end() || recheck.access() != walked.access())
         {
             table.release(slot);
             return null;
@@ -215,10 +216,11 @@ public final class MrEngine implements AutoCloseable
         final MrTable.Coverage coverage = uncoveredSegments(chunk);
         final long start = chunk.start() + (coverage.msBaseIdx() - chunk.firstSegment()) * segmentSize;
         final long end = start + coverage.msBmpN() * segmentSize;
-        final Registration registration = register(slot, address, start, end);
-        publish(slot, registration, coverage, 0, owner);
-        LOG.debug("MR {} created for {}: [{}, {}) lkey {} msBaseIdx {} msN {} msBmpN {}", slot, Sizes.hex(address),
-            Sizes.hex(start), Sizes.hex(end), Sizes.hex(registration.lkey() & 0xFFFF_FFFFL), coverage.msBaseIdx(),
+        final Registration registration = register(slot, address, start, end, chunk.access());
+        publish(slot, registration, coverage, 0, owner, chunk.access());
+        LOG.debug("MR {} created for {}: [{}, {}) lkey {} rkey {} access {} msBaseIdx {} msN {} msBmpN {}", slot,
+            Sizes.hex(address), Sizes.hex(start), Sizes.hex(end), Sizes.hex(registration.lkey() & 0xFFFF_FFFFL),
+            Sizes.hex(registration.rkey() & 0xFFFF_FFFFL), Access.describe(chunk.access()), coverage.msBaseIdx(),
             coverage.live().cardinality(), coverage.msBmpN());
         if (!cache.lookup(address, entry))
         {
@@ -253,14 +255,17 @@ public final class MrEngine implements AutoCloseable
     }
 
     /**
-     * Step 7: register. The seqlock is not held, so readers go on; the memory read lock keeps the segments
-     * alive and the cache lock keeps other writers out until the MR is in the table.
+     * Step 7: register, with the chunk's access: all its segments have that one ({@code MemsegList.chunkAround}),
+     * so the MR grants no access their owners did not ask for. The seqlock is not held, so readers go on; the
+     * memory read lock keeps the segments alive and the cache lock keeps other writers out until the MR is in
+     * the table.
      */
-    private Registration register(final int slot, final long address, final long start, final long end)
+    private Registration register(final int slot, final long address, final long start, final long end,
+        final int access)
     {
         try
         {
-            return registrar.register(start, end - start, Access.DEFAULT);
+            return registrar.register(start, end - start, registrationAccess(access));
         }
         catch (final MrdException ex)
         {
@@ -284,11 +289,11 @@ public final class MrEngine implements AutoCloseable
      */
     void publish(
         final int slot, final Registration registration, final MrTable.Coverage coverage, final int flags,
-        final int owner)
+        final int owner, final int access)
     {
         cache.write(() ->
         {
-            table.publish(slot, registration, coverage, flags, owner);
+            table.publish(slot, registration, coverage, flags, owner, access);
             cache.insertMr(slot);
             // Inside the write section: a reader that sees the MR also sees it counted (mrd check relies on it).
             counters.increment(MrdCounter.MRS_CREATED);
@@ -327,11 +332,13 @@ public final class MrEngine implements AutoCloseable
     /**
      * Registers external memory as one MR with no segment list.
      *
+     * @param access the {@link Access} its owner asked for; local write is added.
+     * @throws MrdException EINVAL naming unknown access bits.
      * @see ExternalMrs#register
      */
-    public MrEntry registerExternal(final long address, final long length, final int owner)
+    public MrEntry registerExternal(final long address, final long length, final int owner, final int access)
     {
-        return externals.register(address, length, owner);
+        return externals.register(address, length, owner, Access.granted(access, "REG_EXTERNAL"));
     }
 
     /**
@@ -352,14 +359,21 @@ public final class MrEngine implements AutoCloseable
         return externals.ownedBy(owner);
     }
 
-    /**
-     * Allocates memory for a client (no MR is created: that happens on the first lookup that misses).
-     *
-     * @see MemoryManager#allocate(long, int)
-     */
+    /** Allocates memory for local access only ({@link Access#LOCAL}). @see #allocate(long, int, int) */
     public Allocation allocate(final long length, final int owner)
     {
-        final Allocation allocation = memory.allocate(length, owner);
+        return allocate(length, owner, Access.LOCAL);
+    }
+
+    /**
+     * Allocates memory for a client (no MR is created: that happens on the first lookup that misses, with the
+     * access chosen here).
+     *
+     * @see MemoryManager#allocate(long, int, int)
+     */
+    public Allocation allocate(final long length, final int owner, final int access)
+    {
+        final Allocation allocation = memory.allocate(length, owner, access);
         counters.increment(MrdCounter.ALLOCS);
         counters.set(MrdCounter.BYTES_ALLOCATED, memory.bytesAllocated());
         return allocation;
@@ -519,6 +533,15 @@ public final class MrEngine implements AutoCloseable
         }
         garbageCollect();
         LOG.info("released all MRs: {} pinned bytes left", registrar.pinnedBytes());
+    }
+
+    /**
+     * @return what the provider is asked for memory of {@code access}: that access and relaxed ordering, which
+     * the reference asks for too and a device that does not know it ignores.
+     */
+    static int registrationAccess(final int access)
+    {
+        return access | Access.RELAXED_ORDERING;
     }
 
     private void checkOpen(final long address)

@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
@@ -134,9 +135,11 @@ final class MrTable
     /**
      * Write section: writes the MR's record and bitmap and makes it ACTIVE, raising the high-water mark
      * readers scan to when the slot is above it.
+     *
+     * @param access the {@link Access} of the memory it covers, as its owner asked for it.
      */
     void publish(final int slot, final Registration registration, final Coverage coverage, final int flags,
-        final int owner)
+        final int owner, final int access)
     {
         registrations[slot] = registration;
         record.wrap(buffer, layout.mrOffset(slot));
@@ -151,6 +154,7 @@ final class MrTable
             .msN(coverage.live().cardinality())
             .msBmpN(coverage.msBmpN())
             .flags(flags)
+            .access(access)
             .owner(owner)
             .createdMs(System.currentTimeMillis());
         for (int n = coverage.live().nextSetBit(0); n >= 0; n = coverage.live().nextSetBit(n + 1))
@@ -168,7 +172,11 @@ final class MrTable
     /**
      * The memory free event's part in the table (the reference's {@code mlx5_mr_mem_event_free_cb} loop):
      * clears the freed segments' bits in every ACTIVE MR of their list, and detaches the MRs left with none.
-     * Write section.
+     * An MR with remote access is detached as soon as any segment of its registered range is freed, live in it
+     * or not: the registration still spans the freed range, which will be allocated again, possibly to another
+     * owner, and an rkey held by a peer must not reach that memory (the device checks only the registered
+     * range). Such an MR lies in one allocation ({@code MemsegList.chunkAround}), so only its owner's free
+     * revokes its rkey; the rest of the allocation gets a new MR on its next lookup. Write section.
      *
      * @return true when any bit was cleared: the cache must be rebuilt.
      */
@@ -182,6 +190,8 @@ final class MrTable
             {
                 continue;
             }
+            final boolean remote = Access.isRemote(record.access());
+            boolean spanFreed = false;
             for (final FreedRange range : ranges)
             {
                 if (record.listIndex() != range.listIndex())
@@ -192,6 +202,7 @@ final class MrTable
                     segment++)
                 {
                     final int bit = segment - record.msBaseIdx();
+                    spanFreed |= bit >= 0 && bit < record.msBmpN();
                     if (bit >= 0 && bit < record.msBmpN() && record.bit(bit))
                     {
                         record.bit(bit, false);
@@ -200,9 +211,10 @@ final class MrTable
                     }
                 }
             }
-            if (record.msN() == 0)
+            if (record.msN() == 0 || (remote && spanFreed))
             {
                 detach(slot);
+                cleared = true;
             }
         }
         return cleared;

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
@@ -211,7 +212,9 @@ public final class IbverbsRegistrar implements Registrar
     /**
      * {@inheritDoc}
      *
-     * @return keys and range as the {@code struct ibv_mr} reports them; the handle is the {@code struct ibv_mr *}.
+     * @return keys and range as the {@code struct ibv_mr} reports them, except that the rkey is
+     *         {@link Access#NO_RKEY} when {@code access} has no remote flag (the device still makes one, which
+     *         grants nothing); the handle is the {@code struct ibv_mr *}.
      * @throws MrdException ENOMEM past --max-pinned or for an injected failure; otherwise the errno of
      *                      {@code ibv_reg_mr} as its code, named in the message (ENOMEM also names RLIMIT_MEMLOCK).
      */
@@ -256,7 +259,7 @@ public final class IbverbsRegistrar implements Registrar
             ((MemorySegment)MR_ADDR.get(struct, 0L)).address(),
             (long)MR_LENGTH.get(struct, 0L),
             (int)MR_LKEY.get(struct, 0L),
-            (int)MR_RKEY.get(struct, 0L),
+            Access.isRemote(access) ? (int)MR_RKEY.get(struct, 0L) : Access.NO_RKEY,
             mr.address());
         live.put(mr.address(), registration);
         return registration;

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.MrdException;
 
 import java.util.Optional;
@@ -23,8 +24,9 @@ public interface Registrar extends AutoCloseable
     /**
      * Registers (pins and keys) {@code [address, address + length)}.
      *
-     * @param access {@link Access} flags.
-     * @return the registration.
+     * @param access {@link Access} flags: the memory's, and optional ones (relaxed ordering).
+     * @return the registration; its rkey is {@link Access#NO_RKEY} unless {@code access} has a remote flag, so
+     *         that no key that grants nothing is handed out.
      * @throws MrdException ENOMEM when a pin limit would be exceeded (the message names the limit and its
      *                      value), EINVAL for a range the provider refuses, or the provider's own error.
      */

@@ -6,7 +6,7 @@ package io.mrd.primary.provider;
  * @param address first registered byte.
  * @param length  bytes registered.
  * @param lkey    local key, as the NIC wants it in a work request.
- * @param rkey    remote key.
+ * @param rkey    remote key, {@link io.mrd.layout.Access#NO_RKEY} without remote access.
  * @param handle  the provider's own handle (the {@code struct ibv_mr *} for ibverbs, an index for soft).
  */
 public record Registration(long address, long length, int lkey, int rkey, long handle)

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
@@ -23,7 +24,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *  |         index (24 bits)             | variant (8)  |
  *  +-------------------------------------+--------------+
  * </pre>
- * with {@code lkey == rkey} as on mlx5. The index identifies the live registration (never 0, never two live
+ * with {@code lkey == rkey} as on mlx5, for registrations with remote access; without it the rkey is
+ * {@link Access#NO_RKEY}, as mrd reports it for every provider. The index identifies the live registration (never 0, never two live
  * registrations at once); the variant is the low byte of a registration counter, so a key kept after its
  * registration went differs from the next key on the same index, as a stale mkey does on the NIC.
  * <p>
@@ -103,7 +105,7 @@ public final class SoftRegistrar implements Registrar
         }
         try
         {
-            return insert(address, length);
+            return insert(address, length, access);
         }
         catch (final RuntimeException ex)
         {
@@ -227,7 +229,7 @@ public final class SoftRegistrar implements Registrar
         return Posix.failure(errno, "mlock of " + Sizes.format(length) + " at " + Sizes.hex(address));
     }
 
-    private Registration insert(final long address, final long length)
+    private Registration insert(final long address, final long length, final int access)
     {
         for (int tries = 0; tries < INDEX_MASK; tries++)
         {
@@ -237,7 +239,8 @@ public final class SoftRegistrar implements Registrar
                 continue;
             }
             final int key = index << VARIANT_BITS | nextVariant.getAndIncrement() & VARIANT_MASK;
-            final Registration registration = new Registration(address, length, key, key, key & 0xFFFF_FFFFL);
+            final int rkey = Access.isRemote(access) ? key : Access.NO_RKEY;
+            final Registration registration = new Registration(address, length, key, rkey, key & 0xFFFF_FFFFL);
             if (null == live.putIfAbsent(index, registration))
             {
                 return registration;

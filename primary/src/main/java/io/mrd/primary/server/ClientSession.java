@@ -242,14 +242,14 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 "client " + clientId + " already");
             case Message.RegExternal reg ->
             {
-                final String bad = server.handler().checkExternalLength(reg.length());
+                final String bad = server.handler().checkExternal(reg.length(), reg.access());
                 if (null != bad)
                 {
                     reply(correlationId, new Message.Status(type, ErrorCode.EINVAL, bad));
                 }
                 else
                 {
-                    pendingFd = new PendingFd(correlationId, reg.length());
+                    pendingFd = new PendingFd(correlationId, reg.length(), reg.access());
                 }
             }
             case Message.Stop stop -> stop(correlationId);
@@ -337,7 +337,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             {
                 public Message.Reply run()
                 {
-                    return server.handler().registerExternal(pending.length(), fd, id);
+                    return server.handler().registerExternal(pending.length(), pending.access(), fd, id);
                 }
 
                 public void abandon()

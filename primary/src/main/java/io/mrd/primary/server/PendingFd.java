@@ -47,14 +47,16 @@ final class PendingFd
 
     private final long correlationId;
     private final long length;
+    private final int access;
     private final long deadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
     private long delayNanos = FIRST_POLL_NANOS;
     private ScheduledFuture<?> poll;
 
-    PendingFd(final long correlationId, final long length)
+    PendingFd(final long correlationId, final long length, final int access)
     {
         this.correlationId = correlationId;
         this.length = length;
+        this.access = access;
     }
 
     long correlationId()
@@ -68,6 +70,14 @@ final class PendingFd
     long length()
     {
         return length;
+    }
+
+    /**
+     * @return the access the REG_EXTERNAL asks for.
+     */
+    int access()
+    {
+        return access;
     }
 
     /**

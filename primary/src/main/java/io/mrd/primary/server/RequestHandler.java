@@ -1,5 +1,6 @@
 package io.mrd.primary.server;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
@@ -75,7 +76,7 @@ final class RequestHandler
         return switch (request)
         {
             case Message.CreateMr m -> createMr(m.address(), m.length(), clientId);
-            case Message.Alloc m -> allocate(m.length(), m.flags(), clientId);
+            case Message.Alloc m -> allocate(m.length(), m.access(), clientId);
             case Message.Free m ->
             {
                 engine.freeMemory(m.address(), m.length(), clientId);
@@ -111,37 +112,46 @@ final class RequestHandler
         {
             throw WholeBuffer.straddles(address, length, entry.end);
         }
-        return new Message.MrCreated(ErrorCode.OK, "", entry.start, entry.end, entry.lkey);
+        return new Message.MrCreated(ErrorCode.OK, "", entry.start, entry.end, entry.lkey, entry.rkey, entry.access);
     }
 
-    private Message.Reply allocate(final long length, final int flags, final int clientId)
+    /**
+     * ALLOC: the memory gets the access its owner asks for, and local write (all mrd memory is writable, and
+     * verbs refuses remote write or atomic without it); unknown bits are refused with EINVAL naming them.
+     */
+    private Message.Reply allocate(final long length, final int access, final int clientId)
     {
-        if (flags != 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "ALLOC flags 0x" + Integer.toHexString(flags) +
-                " are unknown: protocol version 1 defines none, send 0");
-        }
-        final Allocation allocation = engine.allocate(length, clientId);
-        return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length());
+        final Allocation allocation = engine.allocate(length, clientId, Access.granted(access, "ALLOC"));
+        return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(), allocation.access());
     }
 
     /**
      * The checks of REG_EXTERNAL that need no fd, made before the session asks for one.
      *
-     * @return null when the length may be registered, else what is wrong with it.
+     * @return null when the length and access may be registered, else what is wrong with them.
      */
-    String checkExternalLength(final long length)
+    String checkExternal(final long length, final int access)
     {
+        try
+        {
+            Access.granted(access, "REG_EXTERNAL");
+        }
+        catch (final MrdException ex)
+        {
+            return ex.getMessage();
+        }
         return external.checkLength(length);
     }
 
     /**
-     * Registers the client's fd as external memory. Always closes {@code fd}.
+     * Registers the client's fd as external memory with {@code access} (plus local write). Always closes
+     * {@code fd}.
      */
-    Message.Reply registerExternal(final long length, final int fd, final int clientId)
+    Message.Reply registerExternal(final long length, final int access, final int fd, final int clientId)
     {
-        final MrEntry entry = external.register(length, fd, clientId);
-        return new Message.ExternalRegistered(ErrorCode.OK, "", entry.start, length, entry.lkey);
+        final MrEntry entry = external.register(length, fd, clientId, access);
+        return new Message.ExternalRegistered(ErrorCode.OK, "", entry.start, length, entry.lkey, entry.rkey,
+            entry.access);
     }
 
     /**

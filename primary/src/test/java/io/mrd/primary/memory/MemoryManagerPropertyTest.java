@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import net.jqwik.api.Arbitraries;
@@ -93,7 +94,7 @@ class MemoryManagerPropertyTest
             {
                 final Allocation a = m.allocate(op.size() * SEGMENT, op.owner());
                 assertEquals(new Allocation(l, first, op.size(), m.list(l).segmentAddress(first),
-                    op.size() * SEGMENT, op.owner()), a, "first fit for " + op);
+                    op.size() * SEGMENT, op.owner(), Access.LOCAL), a, "first fit for " + op);
                 for (int s = first; s < first + op.size(); s++)
                 {
                     model[l][s] = op.owner();

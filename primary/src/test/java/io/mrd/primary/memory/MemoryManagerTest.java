@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
@@ -37,9 +38,9 @@ class MemoryManagerTest
             final Allocation b = m.allocate(SEGMENT, 1);
             final Allocation c = m.allocate(3 * SEGMENT - 100, 2);
 
-            assertEquals(new Allocation(0, 0, 2, BASE, 2 * SEGMENT, 1), a);
-            assertEquals(new Allocation(0, 2, 1, BASE + 2 * SEGMENT, SEGMENT, 1), b);
-            assertEquals(new Allocation(0, 3, 3, BASE + 3 * SEGMENT, 3 * SEGMENT, 2), c);
+            assertEquals(new Allocation(0, 0, 2, BASE, 2 * SEGMENT, 1, Access.LOCAL), a);
+            assertEquals(new Allocation(0, 2, 1, BASE + 2 * SEGMENT, SEGMENT, 1, Access.LOCAL), b);
+            assertEquals(new Allocation(0, 3, 3, BASE + 3 * SEGMENT, 3 * SEGMENT, 2, Access.LOCAL), c);
 
             f.freeAndRelease(b.address(), b.length(), 1);
             final Allocation d = m.allocate(1, 3);
@@ -47,7 +48,7 @@ class MemoryManagerTest
 
             f.freeAndRelease(d.address(), d.length(), 3);
             final Allocation e = m.allocate(2 * SEGMENT, 3);
-            assertEquals(new Allocation(0, 6, 2, BASE + 6 * SEGMENT, 2 * SEGMENT, 3), e,
+            assertEquals(new Allocation(0, 6, 2, BASE + 6 * SEGMENT, 2 * SEGMENT, 3, Access.LOCAL), e,
                 "a two-segment request skips the one-segment hole");
             final Allocation g = m.allocate(SEGMENT, 3);
             assertEquals(b.address(), g.address(), "the hole is still the first fit for one segment");
@@ -69,7 +70,8 @@ class MemoryManagerTest
             assertEquals(f.manager.list(1).baseVa(), second.address());
 
             final Allocation third = f.manager.allocate(SEGMENT, 1);
-            assertEquals(new Allocation(0, 3, 1, BASE + 3 * SEGMENT, SEGMENT, 1), third, "the lowest list first");
+            assertEquals(new Allocation(0, 3, 1, BASE + 3 * SEGMENT, SEGMENT, 1, Access.LOCAL), third,
+                "the lowest list first");
         }
     }
 
@@ -334,6 +336,60 @@ class MemoryManagerTest
     }
 
     @Test
+    void chunksStopAtOtherAccessAndRemoteMemoryAtItsAllocation()
+    {
+        try (MemoryFixture f = new MemoryFixture(BASE, 1, 8))
+        {
+            final MemoryManager m = f.manager;
+            final int remote = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
+            final Allocation local1 = m.allocate(SEGMENT, 1);
+            final Allocation local2 = m.allocate(SEGMENT, 2, Access.LOCAL);
+            final Allocation r1 = m.allocate(2 * SEGMENT, 1, Access.REMOTE_WRITE);
+            final Allocation r2 = m.allocate(SEGMENT, 1, remote);
+            final Allocation read = m.allocate(SEGMENT, 2, Access.REMOTE_READ);
+            assertEquals(remote, r1.access(), "local write is added to what the owner asked");
+            assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
+                () -> m.allocate(SEGMENT, 1, 0x20)).code(), "unknown access bits");
+
+            m.memoryLock().readLock().lock();
+            try
+            {
+                assertEquals(new Chunk(0, 0, 2, local1.address(), local2.end(), Access.LOCAL),
+                    m.contiguousChunk(local2.address()), "local memory of two owners shares a chunk");
+                assertEquals(new Chunk(0, 2, 2, r1.address(), r1.end(), remote), m.contiguousChunk(r1.address()),
+                    "remote memory stops at other access and at its own allocation, even of the same access");
+                assertEquals(new Chunk(0, 4, 1, r2.address(), r2.end(), remote), m.contiguousChunk(r2.address()));
+                assertEquals(new Chunk(0, 5, 1, read.address(), read.end(), Access.LOCAL_WRITE | Access.REMOTE_READ),
+                    m.contiguousChunk(read.address()));
+                assertEquals(remote, m.list(0).access(3));
+                assertEquals(remote, segments(f).access(3), "the control file records the segment's access");
+            }
+            finally
+            {
+                m.memoryLock().readLock().unlock();
+            }
+            // A partial free cuts the allocation in two: each part is its own chunk.
+            f.freeAndRelease(r1.address(), SEGMENT, 1);
+            assertEquals(0, segments(f).access(2), "a free segment has no access");
+            m.memoryLock().readLock().lock();
+            try
+            {
+                assertEquals(new Chunk(0, 3, 1, r1.address() + SEGMENT, r1.end(), remote),
+                    m.contiguousChunk(r1.end() - 1));
+            }
+            finally
+            {
+                m.memoryLock().readLock().unlock();
+            }
+        }
+    }
+
+    private static MemsegListRecord segments(final MemoryFixture f)
+    {
+        return new MemsegListRecord().wrap(f.control, f.layout.memsegListOffset(0));
+    }
+
+    @Test
     void contiguousChunksJoinOwnersSplitAtFreeSegmentsAndStopAtListEnds()
     {
         try (MemoryFixture f = new MemoryFixture(BASE, 2, 4))
@@ -348,12 +404,13 @@ class MemoryManagerTest
             try
             {
                 final Chunk whole = m.contiguousChunk(b.address() + 100);
-                assertEquals(new Chunk(0, 0, 4, BASE, BASE + 4 * SEGMENT), whole,
+                assertEquals(new Chunk(0, 0, 4, BASE, BASE + 4 * SEGMENT, Access.LOCAL), whole,
                     "adjacent allocations of different owners form one chunk, and it ends with the list");
                 assertNull(m.contiguousChunk(BASE + 4 * SEGMENT), "the gap after a list is no chunk");
-                assertEquals(new Chunk(1, 0, 1, d.address(), d.end()), m.contiguousChunk(d.address()),
+                assertEquals(new Chunk(1, 0, 1, d.address(), d.end(), Access.LOCAL), m.contiguousChunk(d.address()),
                     "the next list's first segment is another chunk");
-                assertEquals(new Chunk(0, 2, 1, b.address(), b.end()), m.segmentOf(b.address() + SEGMENT - 1));
+                assertEquals(new Chunk(0, 2, 1, b.address(), b.end(), Access.LOCAL),
+                    m.segmentOf(b.address() + SEGMENT - 1));
             }
             finally
             {
@@ -366,9 +423,10 @@ class MemoryManagerTest
             m.memoryLock().readLock().lock();
             try
             {
-                assertEquals(new Chunk(0, 0, 1, a.address(), a.address() + SEGMENT), m.contiguousChunk(a.address()));
+                assertEquals(new Chunk(0, 0, 1, a.address(), a.address() + SEGMENT, Access.LOCAL),
+                    m.contiguousChunk(a.address()));
                 assertNull(m.contiguousChunk(a.address() + SEGMENT), "a free segment is in no chunk");
-                assertEquals(new Chunk(0, 2, 1, b.address(), b.end()), m.contiguousChunk(b.address()));
+                assertEquals(new Chunk(0, 2, 1, b.address(), b.end(), Access.LOCAL), m.contiguousChunk(b.address()));
                 assertNull(m.contiguousChunk(c.address()));
                 assertNull(m.segmentOf(c.address()));
                 assertNull(m.contiguousChunk(BASE - 1));

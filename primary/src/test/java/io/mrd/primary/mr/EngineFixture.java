@@ -1,11 +1,13 @@
 package io.mrd.primary.mr;
 
 import io.mrd.testing.TestDirs;
+import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.HeaderDescriptor;
+import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrChunks;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrEntry;
@@ -120,6 +122,8 @@ final class EngineFixture implements AutoCloseable
         int slot,
         int state,
         int lkey,
+        int rkey,
+        int access,
         long start,
         long end,
         int listIndex,
@@ -309,6 +313,8 @@ final class EngineFixture implements AutoCloseable
             }
             final int state = r.state();
             final int lkey = r.lkey();
+            final int rkey = r.rkey();
+            final int access = r.access();
             final long start = r.start();
             final long end = r.end();
             final int listIndex = r.listIndex();
@@ -328,7 +334,7 @@ final class EngineFixture implements AutoCloseable
                 }
                 live.add(chunk);
             }
-            result.add(new Mr(slot, state, lkey, start, end, listIndex, msBaseIdx, msN, msBmpN, external, owner,
+            result.add(new Mr(slot, state, lkey, rkey, access, start, end, listIndex, msBaseIdx, msN, msBmpN, external, owner,
                 List.copyOf(live)));
         }
         return result;
@@ -337,6 +343,14 @@ final class EngineFixture implements AutoCloseable
     List<Mr> activeMrs()
     {
         return mrs().stream().filter(mr -> mr.state() == MrDescriptor.STATE_ACTIVE).toList();
+    }
+
+    /**
+     * @return the control file's record of list {@code index}.
+     */
+    MemsegListRecord segmentRecord(final int index)
+    {
+        return new MemsegListRecord().wrap(ctl.buffer(), ctl.layout().memsegListOffset(index));
     }
 
     /**
@@ -359,6 +373,7 @@ final class EngineFixture implements AutoCloseable
         {
             entries.add(new MrEntry().set(SortedTable.start(ctl.buffer(), offset, i),
                 SortedTable.end(ctl.buffer(), offset, i), SortedTable.lkey(ctl.buffer(), offset, i),
+                SortedTable.rkey(ctl.buffer(), offset, i), SortedTable.access(ctl.buffer(), offset, i),
                 SortedTable.mr(ctl.buffer(), offset, i)));
         }
         return entries;
@@ -479,6 +494,9 @@ final class EngineFixture implements AutoCloseable
         {
             pinned += mr.length();
             assertFalse(mr.chunks().isEmpty(), "ACTIVE MR without live chunks: " + mr + "\n" + state);
+            assertEquals(Access.isRemote(mr.access()), mr.rkey() != Access.NO_RKEY,
+                "rkey of an MR is 0 exactly when it has no remote access: " + mr + "\n" + state);
+            assertEquals(Access.LOCAL_WRITE, mr.access() & ~Access.REMOTE, "access of " + mr + "\n" + state);
             if (mr.external())
             {
                 assertEquals(1, mr.chunks().size(), state);
@@ -499,6 +517,10 @@ final class EngineFixture implements AutoCloseable
                     liveSegments++;
                     assertTrue(list.isAllocated(list.segmentIndex(a)),
                         "live segment " + hex(a) + " of " + mr + " is not allocated\n" + state);
+                    assertEquals(mr.access(), list.access(list.segmentIndex(a)),
+                        "live segment " + hex(a) + " has another access than its " + mr + "\n" + state);
+                    assertEquals(mr.access(), segmentRecord(mr.listIndex()).access(list.segmentIndex(a)),
+                        "the control file's access of live segment " + hex(a) + " of " + mr + "\n" + state);
                 }
             }
             assertEquals(mr.msN(), liveSegments, "msN of " + mr);
@@ -533,6 +555,8 @@ final class EngineFixture implements AutoCloseable
                     {
                         containing++;
                         assertEquals(mr.lkey(), e.lkey, "lkey of cache entry " + e + "\n" + state);
+                        assertEquals(mr.rkey(), e.rkey, "rkey of cache entry " + e + "\n" + state);
+                        assertEquals(mr.access(), e.access, "access of cache entry " + e + "\n" + state);
                         assertEquals(mr.slot(), e.mr, "MR index of cache entry " + e + "\n" + state);
                     }
                 }

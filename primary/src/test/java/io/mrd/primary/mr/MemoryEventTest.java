@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdCounter;
@@ -163,8 +164,8 @@ class MemoryEventTest
             final MrEntry owned = f.engine.createMr(b2.address(), 2);
             final MemorySegment ext1 = f.mapExternal(Sizes.MIB);
             final MemorySegment ext2 = f.mapExternal(2 * Sizes.MIB);
-            final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 1);
-            final MrEntry e2 = f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2);
+            final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 1, Access.LOCAL);
+            final MrEntry e2 = f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2, Access.LOCAL);
             f.checkInvariants();
             assertEquals(5 * SEG + 3 * SEG + 3 * Sizes.MIB, f.registrar.pinnedBytes());
 
@@ -208,8 +209,8 @@ class MemoryEventTest
             f.engine.createMr(dead.address() + SEG, 2);
             final MemorySegment ext1 = f.mapExternal(Sizes.MIB);
             final MemorySegment ext2 = f.mapExternal(Sizes.MIB);
-            final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 2);
-            f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2);
+            final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 2, Access.LOCAL);
+            f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2, Access.LOCAL);
 
             // While reclaim deregisters the first external, the client's own request deregisters the second.
             final List<Throwable> workerFailures = new ArrayList<>();
@@ -257,7 +258,7 @@ class MemoryEventTest
             f.engine.freeMemory(a.address() + SEG, SEG, 1);
             f.engine.createMr(b.address(), 2);
             final MemorySegment ext = f.mapExternal(Sizes.MIB);
-            f.engine.registerExternal(ext.address(), ext.byteSize(), 1);
+            f.engine.registerExternal(ext.address(), ext.byteSize(), 1, Access.LOCAL);
             f.checkInvariants();
             assertTrue(f.registrar.pinnedBytes() > 0);
 

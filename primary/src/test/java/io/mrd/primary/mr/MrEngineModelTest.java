@@ -1,5 +1,6 @@
 package io.mrd.primary.mr;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrEntry;
@@ -41,6 +42,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * (an owner per segment, the MRs as sets of live segments). After every step the engine's MR table, global
  * cache, devGen, pinned bytes and counters must agree with the model and with the invariants of
  * {@link EngineFixture#checkInvariants()}, read both directly and through the secondaries' reader.
+ * <p>
+ * Allocations and external registrations get one of {@link #ACCESSES}: the model extends a chunk only over
+ * segments of the same access (and, for remote access, of the same allocation), so two allocations of different
+ * access side by side in a list never share an MR, and an MR with remote access goes as soon as any segment of
+ * its range is freed.
  */
 class MrEngineModelTest
 {
@@ -49,6 +55,10 @@ class MrEngineModelTest
     private static final int SEGMENTS = 16;
     private static final long SEG = EngineFixture.SEGMENT;
     private static final int MAX_EXTERNALS = 3;
+    private static final int[] ACCESSES =
+    {
+        Access.LOCAL, Access.LOCAL_WRITE | Access.REMOTE_READ, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+    };
 
     enum Kind
     {
@@ -132,11 +142,11 @@ class MrEngineModelTest
      */
     private static final class Model
     {
-        record ModelMr(int lkey, long start, long end, boolean external, Set<Long> live)
+        record ModelMr(int lkey, int access, long start, long end, boolean external, Set<Long> live)
         {
         }
 
-        record Alloc(int list, int first, int n, int owner)
+        record Alloc(int list, int first, int n, int owner, int access)
         {
         }
 
@@ -146,6 +156,9 @@ class MrEngineModelTest
 
         private final EngineFixture f;
         private final int[][] owner = new int[LISTS][SEGMENTS];
+        /** Access of each allocated segment, and the first segment of its allocation. */
+        private final int[][] access = new int[LISTS][SEGMENTS];
+        private final int[][] allocFirst = new int[LISTS][SEGMENTS];
         /** lkey of the MR each segment is live in, or null. */
         private final Integer[][] mrOf = new Integer[LISTS][SEGMENTS];
         private final Map<Integer, ModelMr> mrs = new LinkedHashMap<>();
@@ -170,6 +183,7 @@ class MrEngineModelTest
         {
             final int n = 1 + op.a() % 6;
             final int who = 1 + op.b() % 3;
+            final int wanted = ACCESSES[op.c() % ACCESSES.length];
             int list = -1;
             int first = -1;
             for (int l = 0; l < LISTS && list < 0; l++)
@@ -192,20 +206,24 @@ class MrEngineModelTest
             final long allocsBefore = f.counter(MrdCounter.ALLOCS);
             if (list < 0)
             {
-                final MrdException ex = assertThrows(MrdException.class, () -> f.engine.allocate(n * SEG, who));
+                final MrdException ex = assertThrows(MrdException.class,
+                    () -> f.engine.allocate(n * SEG, who, wanted));
                 assertEquals(ErrorCode.ENOMEM, ex.code(), ex.oneLine());
                 return false;
             }
-            final Allocation a = f.engine.allocate(n * SEG, who);
+            final Allocation a = f.engine.allocate(n * SEG, who, wanted);
             assertEquals(address(list, first), a.address(), "first fit");
             assertEquals(n, a.segmentCount());
+            assertEquals(wanted, a.access(), "access of " + a);
             assertEquals(allocsBefore + 1, f.counter(MrdCounter.ALLOCS));
             for (int i = first; i < first + n; i++)
             {
                 owner[list][i] = who;
+                access[list][i] = wanted;
+                allocFirst[list][i] = first;
                 freed.remove(address(list, i));
             }
-            allocations.add(new Alloc(list, first, n, who));
+            allocations.add(new Alloc(list, first, n, who, wanted));
             return false;
         }
 
@@ -254,11 +272,11 @@ class MrEngineModelTest
             int chunkLast = segment;
             if (f.options.extendToContiguousChunk())
             {
-                while (chunkFirst > 0 && owner[list][chunkFirst - 1] != 0)
+                while (chunkFirst > 0 && mayShareMr(list, chunkFirst - 1, segment))
                 {
                     chunkFirst--;
                 }
-                while (chunkLast + 1 < SEGMENTS && owner[list][chunkLast + 1] != 0)
+                while (chunkLast + 1 < SEGMENTS && mayShareMr(list, chunkLast + 1, segment))
                 {
                     chunkLast++;
                 }
@@ -288,6 +306,7 @@ class MrEngineModelTest
             assertEquals(address(list, entryFirst), entry.start, "entry start for " + hex(address) + ": " + entry);
             assertEquals(address(list, entryLast) + SEG, entry.end, "entry end for " + hex(address) + ": " + entry);
             assertFalse(mrs.containsKey(entry.lkey), "lkey " + hex(entry.lkey) + " is already live");
+            assertKeys(entry, access[list][segment], "entry for " + hex(address));
             final long start = address(list, uncovered.first());
             final long end = address(list, uncovered.last()) + SEG;
             final Set<Long> live = new HashSet<>();
@@ -296,11 +315,28 @@ class MrEngineModelTest
                 live.add(address(list, s));
                 mrOf[list][s] = entry.lkey;
             }
-            mrs.put(entry.lkey, new ModelMr(entry.lkey, start, end, false, live));
+            mrs.put(entry.lkey, new ModelMr(entry.lkey, access[list][segment], start, end, false, live));
             created.put(address, entry.lkey);
             assertEquals(pinnedBefore + (end - start), f.registrar.pinnedBytes(), "pinned after create");
             assertEquals(requests + 1, f.counter(MrdCounter.CREATE_REQUESTS));
             return false;
+        }
+
+        /**
+         * Whether {@code neighbour} may be in the MR of {@code segment}: allocated, of the same access, and for
+         * remote access of the same allocation.
+         */
+        private boolean mayShareMr(final int list, final int neighbour, final int segment)
+        {
+            return owner[list][neighbour] != 0 && access[list][neighbour] == access[list][segment] &&
+                (!Access.isRemote(access[list][segment]) || allocFirst[list][neighbour] == allocFirst[list][segment]);
+        }
+
+        private static void assertKeys(final MrEntry entry, final int expectedAccess, final String what)
+        {
+            assertEquals(expectedAccess, entry.access, "access of " + what + ": " + entry);
+            assertEquals(Access.isRemote(expectedAccess), entry.rkey != Access.NO_RKEY,
+                "an rkey exactly for remote access: " + what + ": " + entry);
         }
 
         boolean createOutside(final Op op)
@@ -361,12 +397,17 @@ class MrEngineModelTest
             allocations.remove(alloc);
             if (first > alloc.first())
             {
-                allocations.add(new Alloc(alloc.list(), alloc.first(), first - alloc.first(), alloc.owner()));
+                allocations.add(new Alloc(alloc.list(), alloc.first(), first - alloc.first(), alloc.owner(),
+                    alloc.access()));
             }
             if (first + n < alloc.first() + alloc.n())
             {
                 allocations.add(new Alloc(alloc.list(), first + n, alloc.first() + alloc.n() - first - n,
-                    alloc.owner()));
+                    alloc.owner(), alloc.access()));
+                for (int s = first + n; s < alloc.first() + alloc.n(); s++)
+                {
+                    allocFirst[alloc.list()][s] = first + n;
+                }
             }
             return freeSegments(alloc.list(), first, n);
         }
@@ -385,6 +426,16 @@ class MrEngineModelTest
                 final long segmentAddress = address(list, s);
                 freed.add(segmentAddress);
                 created.keySet().removeIf(a -> a >= segmentAddress && a < segmentAddress + SEG);
+                // An MR with remote access goes with any segment of its range, live in it or not.
+                for (final ModelMr mr : List.copyOf(mrs.values()))
+                {
+                    if (!mr.external() && Access.isRemote(mr.access()) && segmentAddress >= mr.start() &&
+                        segmentAddress < mr.end())
+                    {
+                        invalidating = true;
+                        drop(mr);
+                    }
+                }
                 final Integer lkey = mrOf[list][s];
                 if (lkey != null)
                 {
@@ -401,6 +452,18 @@ class MrEngineModelTest
             return invalidating;
         }
 
+        /** The MR goes whole: its live segments are registered no more, and their creates are forgotten. */
+        private void drop(final ModelMr mr)
+        {
+            mrs.remove(mr.lkey());
+            for (final long live : mr.live())
+            {
+                final int list = f.memory.listOf(live).index();
+                mrOf[list][f.memory.list(list).segmentIndex(live)] = null;
+                created.keySet().removeIf(a -> a >= live && a < live + SEG);
+            }
+        }
+
         boolean registerExternal(final Op op)
         {
             if (externals.size() >= MAX_EXTERNALS)
@@ -411,12 +474,15 @@ class MrEngineModelTest
             final int who = 1 + op.b() % 3;
             final MemorySegment memory = f.mapExternal(length);
             final long devGen = f.devGen();
-            final MrEntry entry = f.engine.registerExternal(memory.address(), length, who);
+            final int wanted = ACCESSES[op.c() % ACCESSES.length];
+            final MrEntry entry = f.engine.registerExternal(memory.address(), length, who, wanted);
             assertEquals(memory.address(), entry.start);
             assertEquals(memory.address() + length, entry.end);
             assertFalse(mrs.containsKey(entry.lkey), "lkey " + hex(entry.lkey) + " is already live");
+            assertKeys(entry, wanted, "external memory");
             assertEquals(devGen, f.devGen(), "registering external memory invalidates nothing");
-            mrs.put(entry.lkey, new ModelMr(entry.lkey, entry.start, entry.end, true, new HashSet<>(Set.of(entry.start))));
+            mrs.put(entry.lkey, new ModelMr(entry.lkey, wanted, entry.start, entry.end, true,
+                new HashSet<>(Set.of(entry.start))));
             externals.add(new External(memory, entry.lkey, who));
             created.put(entry.start + op.c() % length, entry.lkey);
             return false;
@@ -512,6 +578,7 @@ class MrEngineModelTest
                 assertEquals(expected.start(), mr.start(), "start of " + hex(expected.lkey()) + "\n" + state);
                 assertEquals(expected.end(), mr.end(), "end of " + hex(expected.lkey()) + "\n" + state);
                 assertEquals(expected.external(), mr.external(), state);
+                assertEquals(expected.access(), mr.access(), "access of " + hex(expected.lkey()) + "\n" + state);
                 final Set<Long> live = new HashSet<>();
                 if (mr.external())
                 {

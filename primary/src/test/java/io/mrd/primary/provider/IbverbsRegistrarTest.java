@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import org.junit.jupiter.api.AfterEach;
@@ -51,6 +52,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 @SuppressWarnings("restricted")
 final class IbverbsRegistrarTest
 {
+    /** What the MR engine asks for local memory. */
+    private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
+
     private static final Path HEADER = Path.of("/usr/include/infiniband/verbs.h");
     private static final int ENTRY_REG_MR = 1;
     private static final int ENTRY_REG_MR_IOVA2 = 2;
@@ -164,6 +168,10 @@ final class IbverbsRegistrarTest
         assertTrue(0 != registration.handle(), "the handle is the struct ibv_mr *");
         assertEquals(ENTRY_REG_MR, (int)lastEntry.invokeExact(), "no optional flag: plain ibv_reg_mr");
         assertEquals(access, (int)lastAccess.invokeExact());
+        final Registration local = ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE);
+        assertEquals(Access.NO_RKEY, local.rkey(), "the device's rkey of a local-only MR grants nothing: not reported");
+        assertEquals(Access.LOCAL_WRITE, (int)lastAccess.invokeExact(), "the access goes to ibv_reg_mr as given");
+        ibverbs.deregister(local);
         assertEquals(1, (int)liveMrs.invokeExact());
         assertEquals(MIB, ibverbs.pinnedBytes());
 
@@ -178,9 +186,9 @@ final class IbverbsRegistrarTest
     {
         final IbverbsRegistrar ibverbs = registrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
-        final Registration registration = ibverbs.register(buffer.address(), MIB, Access.DEFAULT);
+        final Registration registration = ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
         assertEquals(ENTRY_REG_MR_IOVA2, (int)lastEntry.invokeExact());
-        assertEquals(Access.DEFAULT, (int)lastAccess.invokeExact(), "relaxed ordering passed through");
+        assertEquals(LOCAL_ACCESS, (int)lastAccess.invokeExact(), "relaxed ordering passed through");
         assertEquals(buffer.address(), (long)lastIova.invokeExact(), "iova is the address, as the macro passes it");
         ibverbs.deregister(registration);
     }
@@ -193,7 +201,7 @@ final class IbverbsRegistrarTest
 
         setRegErrno.invokeExact(ErrorCode.ENOMEM.errno());
         final MrdException enomem = assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address(), MIB, Access.DEFAULT));
+            () -> ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, enomem.code());
         assertTrue(enomem.getMessage().contains("failed: ENOMEM: Cannot allocate memory"), enomem.getMessage());
         assertTrue(enomem.getMessage().contains("RLIMIT_MEMLOCK is "), enomem.getMessage());
@@ -220,7 +228,7 @@ final class IbverbsRegistrarTest
     {
         final IbverbsRegistrar ibverbs = registrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
-        final Registration registration = ibverbs.register(buffer.address(), MIB, Access.DEFAULT);
+        final Registration registration = ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
         ibverbs.deregister(registration);
         final MrdException twice = assertThrows(MrdException.class, () -> ibverbs.deregister(registration));
         assertEquals(ErrorCode.EINVAL, twice.code());
@@ -232,11 +240,11 @@ final class IbverbsRegistrarTest
     {
         final IbverbsRegistrar ibverbs = registrar(config().withMaxPinned(2 * MIB).withFailNth(2));
         final MemorySegment buffer = memory.allocate(4 * MIB, 4096);
-        final Registration first = ibverbs.register(buffer.address(), MIB, Access.DEFAULT);
+        final Registration first = ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
         assertEquals("injected failure of registration #2 (--fail-nth)", assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address() + MIB, MIB, Access.DEFAULT)).getMessage());
+            () -> ibverbs.register(buffer.address() + MIB, MIB, LOCAL_ACCESS)).getMessage());
         final MrdException over = assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address() + MIB, 2 * MIB, Access.DEFAULT));
+            () -> ibverbs.register(buffer.address() + MIB, 2 * MIB, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, over.code());
         assertTrue(over.getMessage().contains("over --max-pinned 2MiB"), over.getMessage());
         assertEquals(MIB, ibverbs.pinnedBytes());
@@ -264,7 +272,7 @@ final class IbverbsRegistrarTest
                     final List<Registration> mine = new ArrayList<>();
                     for (int i = 0; i < perThread; i++)
                     {
-                        mine.add(ibverbs.register(base + i * 4096L, 4096, Access.DEFAULT));
+                        mine.add(ibverbs.register(base + i * 4096L, 4096, LOCAL_ACCESS));
                     }
                     mine.forEach(ibverbs::deregister);
                     return mine;
@@ -350,13 +358,13 @@ final class IbverbsRegistrarTest
     {
         final IbverbsRegistrar ibverbs = new IbverbsRegistrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
-        ibverbs.register(buffer.address(), MIB, Access.DEFAULT);
+        ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
         assertEquals(1, (int)livePds.invokeExact());
         assertEquals(1, (int)liveContexts.invokeExact());
         ibverbs.close();
         ibverbs.close();
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address(), MIB, Access.DEFAULT)).code());
+            () -> ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS)).code());
         // restoreTheStandIn checks MRs, PD, device and device list are all released.
     }
 

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
@@ -29,6 +30,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class RlimitMemlockTest
 {
+    /** What the MR engine asks for local memory. */
+    private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
+
     private static final long CAP_IPC_LOCK_BIT = 1L << 14;
 
     @Test
@@ -95,11 +99,11 @@ final class RlimitMemlockTest
                 Posix.MAP_PRIVATE | Posix.MAP_ANONYMOUS, -1, 0);
             try (SoftRegistrar soft = new SoftRegistrar())
             {
-                soft.register(memory.address(), 512 * KIB, Access.DEFAULT);
+                soft.register(memory.address(), 512 * KIB, LOCAL_ACCESS);
                 System.out.println("within the limit: pinned=" + Sizes.format(soft.pinnedBytes()));
                 try
                 {
-                    soft.register(memory.address() + MIB, 4 * MIB, Access.DEFAULT);
+                    soft.register(memory.address() + MIB, 4 * MIB, LOCAL_ACCESS);
                     System.out.println("registered past the limit");
                 }
                 catch (final MrdException ex)

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
@@ -37,6 +38,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class SoftRegistrarTest
 {
+    /** What the MR engine asks for local memory. */
+    private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
+
     private static final long LENGTH = 4 * MIB;
 
     private final List<MemorySegment> mappings = new ArrayList<>();
@@ -63,17 +67,18 @@ final class SoftRegistrarTest
         final SoftRegistrar soft = registrar(ProviderConfig.defaults());
         final MemorySegment memory = map(LENGTH);
 
-        final Registration first = soft.register(memory.address(), LENGTH, Access.DEFAULT);
+        final Registration first = soft.register(memory.address(), LENGTH, LOCAL_ACCESS);
         assertEquals(memory.address(), first.address());
         assertEquals(LENGTH, first.length());
-        assertEquals(first.lkey(), first.rkey(), "mlx5 gives one key for both");
+        assertEquals(Access.NO_RKEY, first.rkey(), "no rkey for local access: nothing remote may use it");
         assertEquals(first.lkey() & 0xFFFF_FFFFL, first.handle());
         assertEquals(SoftRegistrar.index(first.lkey()) << 8 | SoftRegistrar.variant(first.lkey()), first.lkey());
         assertNotEquals(0, SoftRegistrar.index(first.lkey()), "index 0 is never handed out");
         assertEquals(LENGTH, soft.pinnedBytes());
         assertEquals(vmLckBefore + LENGTH, vmLck(), "the kernel's count of locked memory");
 
-        final Registration second = soft.register(memory.address(), 64 * KIB, Access.LOCAL_WRITE);
+        final Registration second = soft.register(memory.address(), 64 * KIB, Access.LOCAL_WRITE | Access.REMOTE_READ);
+        assertEquals(second.lkey(), second.rkey(), "with remote access, mlx5 gives one key for both");
         assertEquals(SoftRegistrar.index(first.lkey()) + 1, SoftRegistrar.index(second.lkey()));
         assertEquals((SoftRegistrar.variant(first.lkey()) + 1) & 0xFF, SoftRegistrar.variant(second.lkey()));
         assertEquals(LENGTH + 64 * KIB, soft.pinnedBytes(), "counted per registration, as pinned_vm is");
@@ -92,17 +97,17 @@ final class SoftRegistrarTest
     {
         final SoftRegistrar soft = registrar(ProviderConfig.defaults().withMaxPinned(6 * MIB));
         final MemorySegment memory = map(2 * LENGTH);
-        soft.register(memory.address(), LENGTH, Access.DEFAULT);
+        soft.register(memory.address(), LENGTH, LOCAL_ACCESS);
 
         final MrdException ex = assertThrows(MrdException.class,
-            () -> soft.register(memory.address() + LENGTH, LENGTH, Access.DEFAULT));
+            () -> soft.register(memory.address() + LENGTH, LENGTH, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, ex.code());
         assertEquals("registering 4MiB would pin 8MiB, over --max-pinned 6MiB (4MiB pinned now): free memory, " +
             "or raise --max-pinned", ex.getMessage());
         assertEquals(LENGTH, soft.pinnedBytes());
         assertEquals(vmLckBefore + LENGTH, vmLck());
 
-        soft.register(memory.address() + LENGTH, 2 * MIB, Access.DEFAULT);
+        soft.register(memory.address() + LENGTH, 2 * MIB, LOCAL_ACCESS);
         assertEquals(6 * MIB, soft.pinnedBytes(), "exactly at the limit is allowed");
     }
 
@@ -113,16 +118,16 @@ final class SoftRegistrarTest
         final MemorySegment memory = map(LENGTH);
         final long slice = MIB;
 
-        soft.register(memory.address(), slice, Access.DEFAULT);
-        soft.register(memory.address() + slice, slice, Access.DEFAULT);
+        soft.register(memory.address(), slice, LOCAL_ACCESS);
+        soft.register(memory.address() + slice, slice, LOCAL_ACCESS);
         final MrdException ex = assertThrows(MrdException.class,
-            () -> soft.register(memory.address() + 2 * slice, slice, Access.DEFAULT));
+            () -> soft.register(memory.address() + 2 * slice, slice, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, ex.code());
         assertEquals("injected failure of registration #3 (--fail-nth)", ex.getMessage());
         assertEquals(2 * slice, soft.pinnedBytes());
         assertEquals(vmLckBefore + 2 * slice, vmLck());
 
-        soft.register(memory.address() + 3 * slice, slice, Access.DEFAULT);
+        soft.register(memory.address() + 3 * slice, slice, LOCAL_ACCESS);
         assertEquals(3 * slice, soft.pinnedBytes());
         assertEquals(vmLckBefore + 3 * slice, vmLck());
         assertEquals(3, soft.liveCount());
@@ -135,7 +140,7 @@ final class SoftRegistrarTest
         final SoftRegistrar soft = registrar(ProviderConfig.defaults().withLatencyNanos(latency));
         final MemorySegment memory = map(64 * KIB);
         final long start = System.nanoTime();
-        soft.register(memory.address(), 64 * KIB, Access.DEFAULT);
+        soft.register(memory.address(), 64 * KIB, LOCAL_ACCESS);
         // A floor the provider guarantees by waiting until its deadline, not a measurement of this machine.
         assertTrue(System.nanoTime() - start >= latency);
     }
@@ -162,7 +167,7 @@ final class SoftRegistrarTest
                     final List<Registration> mine = new ArrayList<>();
                     for (int i = 0; i < perThread; i++)
                     {
-                        mine.add(soft.register(base + i * slice, slice, Access.DEFAULT));
+                        mine.add(soft.register(base + i * slice, slice, LOCAL_ACCESS));
                     }
                     return mine;
                 }));
@@ -211,8 +216,8 @@ final class SoftRegistrarTest
     {
         final SoftRegistrar soft = registrar(ProviderConfig.defaults());
         final MemorySegment memory = map(LENGTH);
-        final Registration registration = soft.register(memory.address(), LENGTH, Access.DEFAULT);
-        final Registration kept = soft.register(memory.address(), 64 * KIB, Access.DEFAULT);
+        final Registration registration = soft.register(memory.address(), LENGTH, LOCAL_ACCESS);
+        final Registration kept = soft.register(memory.address(), 64 * KIB, LOCAL_ACCESS);
 
         final int staleKey = registration.lkey() ^ 0x01;
         final Registration stale = new Registration(registration.address(), registration.length(), staleKey,
@@ -237,8 +242,8 @@ final class SoftRegistrarTest
         final long base = memory.address();
 
         // [0, 1.5 pages) and [1.5 pages, 3 pages): page 1 belongs to both.
-        final Registration left = soft.register(base, page + page / 2, Access.DEFAULT);
-        final Registration right = soft.register(base + page + page / 2, page + page / 2, Access.DEFAULT);
+        final Registration left = soft.register(base, page + page / 2, LOCAL_ACCESS);
+        final Registration right = soft.register(base + page + page / 2, page + page / 2, LOCAL_ACCESS);
         assertEquals(vmLckBefore + 3 * page, vmLck());
 
         soft.deregister(left);
@@ -256,7 +261,7 @@ final class SoftRegistrarTest
         Posix.munmap(memory.address() + page, page);
 
         final MrdException ex = assertThrows(MrdException.class,
-            () -> soft.register(memory.address(), 3 * page, Access.DEFAULT));
+            () -> soft.register(memory.address(), 3 * page, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, ex.code());
         assertTrue(ex.getMessage().contains("ENOMEM: Cannot allocate memory"), ex.getMessage());
         assertTrue(ex.getMessage().contains("RLIMIT_MEMLOCK is "), ex.getMessage());
@@ -295,9 +300,9 @@ final class SoftRegistrarTest
     {
         final SoftRegistrar soft = registrar(ProviderConfig.defaults());
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
-            () -> soft.register(0x10000, 0, Access.DEFAULT)).code());
+            () -> soft.register(0x10000, 0, LOCAL_ACCESS)).code());
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
-            () -> soft.register(Long.MAX_VALUE - 10, 4096, Access.DEFAULT)).code());
+            () -> soft.register(Long.MAX_VALUE - 10, 4096, LOCAL_ACCESS)).code());
         assertEquals(0, soft.pinnedBytes());
     }
 
@@ -306,14 +311,14 @@ final class SoftRegistrarTest
     {
         final SoftRegistrar soft = new SoftRegistrar();
         final MemorySegment memory = map(LENGTH);
-        soft.register(memory.address(), LENGTH, Access.DEFAULT);
+        soft.register(memory.address(), LENGTH, LOCAL_ACCESS);
         assertEquals(vmLckBefore + LENGTH, vmLck());
         soft.close();
         assertEquals(vmLckBefore, vmLck());
         assertEquals(0, soft.pinnedBytes());
         assertFalse(soft.liveCount() > 0);
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
-            () -> soft.register(memory.address(), LENGTH, Access.DEFAULT)).code());
+            () -> soft.register(memory.address(), LENGTH, LOCAL_ACCESS)).code());
     }
 
     private SoftRegistrar registrar(final ProviderConfig config)

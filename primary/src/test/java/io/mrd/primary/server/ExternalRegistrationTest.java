@@ -1,5 +1,6 @@
 package io.mrd.primary.server;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrEntry;
@@ -117,15 +118,19 @@ class ExternalRegistrationTest
         try (RawClient client = fixture.connect())
         {
             client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "ext"));
-            final Message.Reply zero = client.request(2, new Message.RegExternal(0));
+            final Message.Reply zero = client.request(2, new Message.RegExternal(0, Access.LOCAL));
             assertEquals(ErrorCode.EINVAL, zero.status());
             assertEquals(MessageType.REG_EXTERNAL, zero.type());
-            final Message.Reply huge = client.request(3, new Message.RegExternal(Sizes.GIB));
+            final Message.Reply huge = client.request(3, new Message.RegExternal(Sizes.GIB, Access.LOCAL));
             assertEquals(ErrorCode.EINVAL, huge.status());
             assertContains(huge.message(), "--max-external");
+            final Message.Reply unknown = client.request(5, new Message.RegExternal(Sizes.MIB, 0x80 | Access.REMOTE_READ));
+            assertEquals(ErrorCode.EINVAL, unknown.status(), "unknown access bits are refused before any fd");
+            assertEquals(MessageType.REG_EXTERNAL, unknown.type());
+            assertContains(unknown.message(), "unknown bits 0x80");
 
             // a file shorter than the length: refused after the fd, which is closed
-            final Message.Reply reply = client.request(4, new Message.RegExternal(FILE_LENGTH + 4096));
+            final Message.Reply reply = client.request(4, new Message.RegExternal(FILE_LENGTH + 4096, Access.LOCAL));
             assertEquals(MessageType.SEND_FD, reply.type());
             client.sendFd(memfd);
             final Frame frame = client.receive();
@@ -146,7 +151,7 @@ class ExternalRegistrationTest
         try (RawClient client = fixture.connect())
         {
             client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "nofd"));
-            assertEquals(MessageType.SEND_FD, client.request(2, new Message.RegExternal(Sizes.MIB)).type());
+            assertEquals(MessageType.SEND_FD, client.request(2, new Message.RegExternal(Sizes.MIB, Access.LOCAL)).type());
             client.sendRaw(new byte[]{1});
             final Frame frame = client.receive();
             assertEquals(2, frame.correlationId());
@@ -175,9 +180,34 @@ class ExternalRegistrationTest
         assertEquals(1, fixture.counter(MrdCounter.PROTOCOL_ERRORS));
     }
 
+    @Test
+    void externalMemoryGetsTheAccessAskedForAndAnRkeyOnlyWithRemoteAccess()
+    {
+        try (RawClient client = fixture.connect())
+        {
+            client.request(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "ext"));
+            final Message.ExternalRegistered remote = register(client, 2, Sizes.MIB, Access.REMOTE_WRITE);
+            assertEquals(Access.LOCAL_WRITE | Access.REMOTE_WRITE, remote.access());
+            assertEquals(remote.lkey(), remote.rkey(), "the soft provider's rkey is its lkey, as mlx5's");
+            final Message.ExternalRegistered local = register(client, 3, Sizes.MIB, Access.LOCAL);
+            assertEquals(Access.LOCAL_WRITE, local.access());
+            assertEquals(Access.NO_RKEY, local.rkey());
+            final Message.MrCreated created = assertInstanceOf(Message.MrCreated.class,
+                client.request(4, new Message.CreateMr(remote.address() + 64, 64)));
+            assertEquals(remote.rkey(), created.rkey());
+            assertEquals(remote.access(), created.access());
+        }
+    }
+
     private Message.ExternalRegistered register(final RawClient client, final long correlationId, final long length)
     {
-        final Message.Reply sendFd = client.request(correlationId, new Message.RegExternal(length));
+        return register(client, correlationId, length, Access.LOCAL);
+    }
+
+    private Message.ExternalRegistered register(
+        final RawClient client, final long correlationId, final long length, final int access)
+    {
+        final Message.Reply sendFd = client.request(correlationId, new Message.RegExternal(length, access));
         assertEquals(MessageType.SEND_FD, sendFd.type(), sendFd::message);
         assertEquals(ErrorCode.OK, sendFd.status());
         client.sendFd(memfd);

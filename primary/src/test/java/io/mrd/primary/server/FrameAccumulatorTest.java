@@ -1,5 +1,6 @@
 package io.mrd.primary.server;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Frame;
@@ -38,7 +39,7 @@ class FrameAccumulatorTest
         new Message.CreateMr(0x1000_0000_0000L, 4096),
         new Message.Alloc(2 << 20, 0),
         new Message.Free(0x1000_0000_0000L, 2 << 20),
-        new Message.RegExternal(1 << 20),
+        new Message.RegExternal(1 << 20, Access.LOCAL),
         new Message.DeregExternal(0x1000_4000_0000L),
         new Message.Stop());
 

@@ -1,5 +1,6 @@
 package io.mrd.primary.server;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ClientDescriptor;
 import io.mrd.layout.ClientRecord;
 import io.mrd.layout.ControlFile;
@@ -30,6 +31,7 @@ import java.util.Set;
 import static io.mrd.primary.server.ServerFixture.SEGMENT;
 import static io.mrd.primary.server.ServerFixture.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -98,7 +100,7 @@ class MrdServerTest
             final Message.Status status = assertInstanceOf(Message.Status.class, frame.message());
             assertEquals(MessageType.CREATE_MR, status.type());
             assertEquals(ErrorCode.EPROTO, status.status());
-            assertContains(status.message(), "expected HELLO version 1");
+            assertContains(status.message(), "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION);
             client.awaitClosed();
         }
         assertEquals(1, fixture.counter(MrdCounter.PROTOCOL_ERRORS));
@@ -111,7 +113,8 @@ class MrdServerTest
         {
             final Message.Reply reply = client.request(3, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION + 1, "x"));
             assertEquals(ErrorCode.EPROTO, reply.status());
-            assertContains(reply.message(), "expected HELLO version 1, got version 2");
+            assertContains(reply.message(), "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION +
+                ", got version " + (FrameDescriptor.PROTOCOL_VERSION + 1));
             client.awaitClosed();
         }
     }
@@ -145,6 +148,47 @@ class MrdServerTest
             assertEquals(MessageType.FREE, freed.type());
             assertEquals(0, fixture.daemon.memory().bytesAllocated());
             assertFalse(new GlobalCacheReader(fixture.daemon.controlFile()).lookup(BASE + SEGMENT, entry));
+        }
+    }
+
+    @Test
+    void allocationAccessGoesIntoItsMrAndOnlyRemoteAccessGetsAnRkey()
+    {
+        try (RawClient client = fixture.connect())
+        {
+            client.hello("access");
+            final int remote = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ;
+            final Message.Allocated local = assertInstanceOf(Message.Allocated.class,
+                client.request(2, new Message.Alloc(SEGMENT, 0)));
+            assertEquals(Access.LOCAL_WRITE, local.access(), "0 asks for local access only");
+            final Message.Allocated shared = assertInstanceOf(Message.Allocated.class,
+                client.request(3, new Message.Alloc(SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ)));
+            assertEquals(remote, shared.access(), "local write is added");
+            assertEquals(local.address() + SEGMENT, shared.address(), "the two are neighbours");
+
+            final Message.MrCreated sharedMr = assertInstanceOf(Message.MrCreated.class,
+                client.request(4, new Message.CreateMr(shared.address(), 64)));
+            assertEquals(ErrorCode.OK, sharedMr.status(), sharedMr::message);
+            assertEquals(remote, sharedMr.access());
+            assertNotEquals(Access.NO_RKEY, sharedMr.rkey());
+            assertEquals(shared.address(), sharedMr.start(), "the MR stops where the local neighbour starts");
+            final Message.MrCreated localMr = assertInstanceOf(Message.MrCreated.class,
+                client.request(5, new Message.CreateMr(local.address(), 64)));
+            assertEquals(Access.LOCAL_WRITE, localMr.access());
+            assertEquals(Access.NO_RKEY, localMr.rkey(), "no rkey for memory nobody let peers reach");
+            assertEquals(shared.address(), localMr.end());
+
+            final MrEntry entry = new MrEntry();
+            assertTrue(new GlobalCacheReader(fixture.daemon.controlFile()).lookup(shared.address() + 64, entry));
+            assertEquals(sharedMr.rkey(), entry.rkey, "the global cache carries the rkey");
+            assertEquals(remote, entry.access);
+
+            final Message.Reply unknown = client.request(6, new Message.Alloc(SEGMENT, 0x30 | Access.REMOTE_READ));
+            assertEquals(ErrorCode.EINVAL, unknown.status());
+            assertTrue(unknown.message().contains("ALLOC access 0x34 has unknown bits 0x30"), unknown.message());
+            assertEquals(2 * SEGMENT, fixture.daemon.memory().bytesAllocated(), "nothing allocated for it");
+            assertEquals(ErrorCode.OK, client.request(7, new Message.Alloc(SEGMENT, 0)).status(),
+                "the connection goes on");
         }
     }
 
@@ -224,8 +268,8 @@ class MrdServerTest
             assertEquals(0, fixture.counter(MrdCounter.BYTES_PINNED));
             assertEquals(0, fixture.counter(MrdCounter.MRS_ACTIVE));
 
-            final Message.Reply flags = client.request(5, new Message.Alloc(SEGMENT, 4));
-            assertEquals(ErrorCode.EINVAL, flags.status());
+            final Message.Reply access = client.request(5, new Message.Alloc(SEGMENT, 0x100));
+            assertEquals(ErrorCode.EINVAL, access.status());
             final Message.Reply tooBig = client.request(6, new Message.Alloc(Sizes.GIB, 0));
             assertEquals(ErrorCode.ENOMEM, tooBig.status());
             final Message.Reply notMine = client.request(7, new Message.Free(BASE + 7, SEGMENT));

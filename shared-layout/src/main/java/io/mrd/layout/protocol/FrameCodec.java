@@ -70,14 +70,9 @@ public final class FrameCodec
                 at = putString(buffer, at + SIZE_OF_INT, m.name(), MAX_NAME_LENGTH);
             }
             case Message.CreateMr m -> at = putLongs(buffer, at, m.address(), m.length());
-            case Message.Alloc m ->
-            {
-                buffer.putLong(at, m.length(), ORDER);
-                buffer.putInt(at + SIZE_OF_LONG, m.flags(), ORDER);
-                at += SIZE_OF_LONG + SIZE_OF_INT;
-            }
+            case Message.Alloc m -> at = putInt(buffer, putLongs(buffer, at, m.length()), m.access());
             case Message.Free m -> at = putLongs(buffer, at, m.address(), m.length());
-            case Message.RegExternal m -> at = putLongs(buffer, at, m.length());
+            case Message.RegExternal m -> at = putInt(buffer, putLongs(buffer, at, m.length()), m.access());
             case Message.DeregExternal m -> at = putLongs(buffer, at, m.address());
             case Message.Stop m ->
             {
@@ -123,18 +118,11 @@ public final class FrameCodec
                     at = putString(buffer, at + 2 * SIZE_OF_INT + SIZE_OF_LONG, w.controlFile(), MAX_MESSAGE_LENGTH);
                 }
                 case Message.MrCreated m ->
-                {
-                    at = putLongs(buffer, at, m.start(), m.end());
-                    buffer.putInt(at, m.lkey(), ORDER);
-                    at += SIZE_OF_INT;
-                }
-                case Message.Allocated m -> at = putLongs(buffer, at, m.address(), m.length());
-                case Message.ExternalRegistered m ->
-                {
-                    at = putLongs(buffer, at, m.address(), m.length());
-                    buffer.putInt(at, m.lkey(), ORDER);
-                    at += SIZE_OF_INT;
-                }
+                    at = putInts(buffer, putLongs(buffer, at, m.start(), m.end()), m.lkey(), m.rkey(), m.access());
+                case Message.Allocated m -> at = putInt(buffer, putLongs(buffer, at, m.address(), m.length()),
+                    m.access());
+                case Message.ExternalRegistered m -> at = putInts(buffer,
+                    putLongs(buffer, at, m.address(), m.length()), m.lkey(), m.rkey(), m.access());
                 case Message.PdImported m ->
                 {
                     buffer.putInt(at, m.pdHandle(), ORDER);
@@ -168,7 +156,7 @@ public final class FrameCodec
             case CREATE_MR -> new Message.CreateMr(c.i64(), c.i64());
             case ALLOC -> new Message.Alloc(c.i64(), c.i32());
             case FREE -> new Message.Free(c.i64(), c.i64());
-            case REG_EXTERNAL -> new Message.RegExternal(c.i64());
+            case REG_EXTERNAL -> new Message.RegExternal(c.i64(), c.i32());
             case DEREG_EXTERNAL -> new Message.DeregExternal(c.i64());
             case STOP -> new Message.Stop();
             case IMPORT_PD -> new Message.ImportPd();
@@ -220,20 +208,26 @@ public final class FrameCodec
                     final long start = c.i64();
                     final long end = c.i64();
                     final int lkey = c.i32();
-                    yield new Message.MrCreated(status, c.string(MAX_MESSAGE_LENGTH), start, end, lkey);
+                    final int rkey = c.i32();
+                    final int access = c.i32();
+                    yield new Message.MrCreated(status, c.string(MAX_MESSAGE_LENGTH), start, end, lkey, rkey, access);
                 }
                 case ALLOC ->
                 {
                     final long address = c.i64();
                     final long len = c.i64();
-                    yield new Message.Allocated(status, c.string(MAX_MESSAGE_LENGTH), address, len);
+                    final int access = c.i32();
+                    yield new Message.Allocated(status, c.string(MAX_MESSAGE_LENGTH), address, len, access);
                 }
                 case REG_EXTERNAL ->
                 {
                     final long address = c.i64();
                     final long len = c.i64();
                     final int lkey = c.i32();
-                    yield new Message.ExternalRegistered(status, c.string(MAX_MESSAGE_LENGTH), address, len, lkey);
+                    final int rkey = c.i32();
+                    final int access = c.i32();
+                    yield new Message.ExternalRegistered(
+                        status, c.string(MAX_MESSAGE_LENGTH), address, len, lkey, rkey, access);
                 }
                 case IMPORT_PD ->
                 {
@@ -286,6 +280,22 @@ public final class FrameCodec
         {
             buffer.putLong(at, value, ORDER);
             at += SIZE_OF_LONG;
+        }
+        return at;
+    }
+
+    private static int putInt(final MutableDirectBuffer buffer, final int offset, final int value)
+    {
+        buffer.putInt(offset, value, ORDER);
+        return offset + SIZE_OF_INT;
+    }
+
+    private static int putInts(final MutableDirectBuffer buffer, final int offset, final int... values)
+    {
+        int at = offset;
+        for (final int value : values)
+        {
+            at = putInt(buffer, at, value);
         }
         return at;
     }

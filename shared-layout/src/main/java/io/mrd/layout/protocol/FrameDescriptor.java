@@ -53,8 +53,12 @@ public final class FrameDescriptor
      */
     public static final int FLAG_FD = 1;
 
-    /** Version of the protocol; HELLO carries it and the primary refuses another. */
-    public static final int PROTOCOL_VERSION = 1;
+    /**
+     * Version of the protocol; HELLO carries it and the primary refuses another. Version 2 carries access: ALLOC's
+     * {@code flags} became its access, REG_EXTERNAL gained one, and the replies to CREATE_MR, ALLOC and
+     * REG_EXTERNAL carry the access (and the first and last the rkey).
+     */
+    public static final int PROTOCOL_VERSION = 2;
 
     private FrameDescriptor()
     {

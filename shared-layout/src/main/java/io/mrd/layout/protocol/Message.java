@@ -33,8 +33,12 @@ public sealed interface Message
         }
     }
 
-    /** {@code ALLOC(len, flags)}. */
-    record Alloc(long length, int flags) implements Request
+    /**
+     * {@code ALLOC(len, access)}: {@code access} is the {@link io.mrd.layout.Access} the memory gets, chosen by
+     * its owner (local write is always added). It takes the place of version 1's {@code flags}, which had to be 0:
+     * 0 still means local access only.
+     */
+    record Alloc(long length, int access) implements Request
     {
         public MessageType type()
         {
@@ -51,8 +55,11 @@ public sealed interface Message
         }
     }
 
-    /** {@code REG_EXTERNAL(len)}; the fd follows once the primary answers {@link MessageType#SEND_FD}. */
-    record RegExternal(long length) implements Request
+    /**
+     * {@code REG_EXTERNAL(len, access)}; the fd follows once the primary answers {@link MessageType#SEND_FD}.
+     * {@code access} as in {@link Alloc}.
+     */
+    record RegExternal(long length, int access) implements Request
     {
         public MessageType type()
         {
@@ -131,8 +138,12 @@ public sealed interface Message
         }
     }
 
-    /** Reply to CREATE_MR: the chunk containing the address and its lkey. */
-    record MrCreated(ErrorCode status, String message, long start, long end, int lkey) implements Reply
+    /**
+     * Reply to CREATE_MR: the chunk containing the address, its keys and its access; {@code rkey} is
+     * {@link io.mrd.layout.Access#NO_RKEY} when the access has no remote flag.
+     */
+    record MrCreated(ErrorCode status, String message, long start, long end, int lkey, int rkey, int access)
+        implements Reply
     {
         public MessageType type()
         {
@@ -140,8 +151,8 @@ public sealed interface Message
         }
     }
 
-    /** Reply to ALLOC: where the memory is. */
-    record Allocated(ErrorCode status, String message, long address, long length) implements Reply
+    /** Reply to ALLOC: where the memory is and the access it has. */
+    record Allocated(ErrorCode status, String message, long address, long length, int access) implements Reply
     {
         public MessageType type()
         {
@@ -149,8 +160,13 @@ public sealed interface Message
         }
     }
 
-    /** Reply to REG_EXTERNAL: the address the memory is mapped at on both sides and its lkey. */
-    record ExternalRegistered(ErrorCode status, String message, long address, long length, int lkey) implements Reply
+    /**
+     * Reply to REG_EXTERNAL: the address the memory is mapped at on both sides, its keys and its access, as in
+     * {@link MrCreated}.
+     */
+    record ExternalRegistered(
+        ErrorCode status, String message, long address, long length, int lkey, int rkey, int access)
+        implements Reply
     {
         public MessageType type()
         {

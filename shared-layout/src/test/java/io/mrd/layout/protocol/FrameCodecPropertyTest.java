@@ -1,5 +1,6 @@
 package io.mrd.layout.protocol;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import net.jqwik.api.Arbitraries;
@@ -141,18 +142,20 @@ class FrameCodecPropertyTest
         final List<Message> all = new ArrayList<>(List.of(
             new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "secondary-1"),
             new Message.CreateMr(0x1000_0000_0000L, 4096),
-            new Message.Alloc(64L << 20, 0),
+            new Message.Alloc(64L << 20, Access.LOCAL_WRITE | Access.REMOTE_READ),
             new Message.Free(0x1000_0020_0000L, 2L << 20),
-            new Message.RegExternal(1L << 20),
+            new Message.RegExternal(1L << 20, Access.REMOTE_WRITE),
             new Message.DeregExternal(0x1100_0000_0000L),
             new Message.Stop(),
             new Message.ImportPd(),
             new Message.Queues(Message.Queues.ADD, Message.Queues.QP, 0x2A),
             new Message.PdImported(ErrorCode.OK, "", 0x11, "mrdemu0"),
             new Message.Welcome(ErrorCode.OK, "", 7, 0x1234_5678_9ABC_DEF0L, 1, "/dev/shm/mrd-0/mrd.ctl"),
-            new Message.MrCreated(ErrorCode.OK, "", 0x1000_0000_0000L, 0x1000_0040_0000L, 0x100),
-            new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 4L << 20),
-            new Message.ExternalRegistered(ErrorCode.OK, "", 0x1100_0000_0000L, 1L << 20, 0x201)));
+            new Message.MrCreated(ErrorCode.OK, "", 0x1000_0000_0000L, 0x1000_0040_0000L, 0x100, 0x100,
+                Access.LOCAL_WRITE | Access.REMOTE_READ),
+            new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 4L << 20, Access.LOCAL_WRITE),
+            new Message.ExternalRegistered(ErrorCode.OK, "", 0x1100_0000_0000L, 1L << 20, 0x201, Access.NO_RKEY,
+                Access.LOCAL_WRITE)));
         for (final MessageType type : STATUS_OK_TYPES)
         {
             all.add(new Message.Status(type, ErrorCode.OK, "ok"));
@@ -324,7 +327,7 @@ class FrameCodecPropertyTest
             Combinators.combine(longs, longs).as(Message.CreateMr::new),
             Combinators.combine(longs, ints).as(Message.Alloc::new),
             Combinators.combine(longs, longs).as(Message.Free::new),
-            longs.map(Message.RegExternal::new),
+            Combinators.combine(longs, ints).as(Message.RegExternal::new),
             longs.map(Message.DeregExternal::new),
             Arbitraries.just(new Message.Stop()),
             Arbitraries.just(new Message.ImportPd()),
@@ -333,12 +336,14 @@ class FrameCodecPropertyTest
                 .as((m, handle, device) -> new Message.PdImported(ErrorCode.OK, m, handle, device)),
             Combinators.combine(message, ints, longs, ints, text(FrameDescriptor.MAX_MESSAGE_LENGTH))
                 .as((m, id, epoch, version, path) -> new Message.Welcome(ErrorCode.OK, m, id, epoch, version, path)),
+            Combinators.combine(message, longs, longs, ints, ints, ints)
+                .as((m, start, end, lkey, rkey, access) ->
+                    new Message.MrCreated(ErrorCode.OK, m, start, end, lkey, rkey, access)),
             Combinators.combine(message, longs, longs, ints)
-                .as((m, start, end, lkey) -> new Message.MrCreated(ErrorCode.OK, m, start, end, lkey)),
-            Combinators.combine(message, longs, longs)
-                .as((m, address, length) -> new Message.Allocated(ErrorCode.OK, m, address, length)),
-            Combinators.combine(message, longs, longs, ints)
-                .as((m, address, length, lkey) -> new Message.ExternalRegistered(ErrorCode.OK, m, address, length, lkey)),
+                .as((m, address, length, access) -> new Message.Allocated(ErrorCode.OK, m, address, length, access)),
+            Combinators.combine(message, longs, longs, ints, ints, ints)
+                .as((m, address, length, lkey, rkey, access) ->
+                    new Message.ExternalRegistered(ErrorCode.OK, m, address, length, lkey, rkey, access)),
             Combinators.combine(Arbitraries.of(STATUS_OK_TYPES), message)
                 .as((type, m) -> new Message.Status(type, ErrorCode.OK, m)),
             Combinators.combine(Arbitraries.of(MessageType.class),
