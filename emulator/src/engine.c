@@ -89,8 +89,8 @@ void emu_qp_wait_idle(struct emu_shared *sh, uint32_t index)
 	uint32_t v;
 
 	atomic_fetch_add(&e->busy_waiters, 1);
-	while ((v = atomic_load(&e->busy)) != 0)
-		emu_futex_wait(&e->busy, v, NULL);
+	while ((v = atomic_load(&e->busy)) != 0 && !emu_gone(sh))
+		emu_futex_wait(&e->busy, v, &emu_recheck);
 	atomic_fetch_sub(&e->busy_waiters, 1);
 }
 
@@ -319,6 +319,7 @@ struct exec {
 	struct seg local[EMU_MAX_SGE];
 	struct seg recv[EMU_MAX_SGE];
 	uint64_t total;
+	uint32_t nlocal;
 	uint32_t peer_index;
 	int peer_held;
 };
@@ -376,7 +377,8 @@ static enum ibv_wc_status exec_send(struct exec *x, struct emu_qp_entry *peer)
 {
 	const struct emu_rwqe *r = emu_wqe(x->sh, &peer->rq, atomic_load(&peer->rq.cons));
 	uint64_t room;
-	uint32_t n = r->num_sge <= EMU_MAX_SGE ? r->num_sge : EMU_MAX_SGE;
+	/* Bounded by the ring's stride whatever a process wrote there: the engine never reads past a WQE. */
+	uint32_t n = r->num_sge <= peer->rq.max_sge ? r->num_sge : peer->rq.max_sge;
 
 	if (!check_sges(x->sh, &x->holds, r->sge, n, peer->pd, IBV_ACCESS_LOCAL_WRITE, x->recv, &room)) {
 		complete_recv(x->sh, peer, r, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, x->w, x->qp->qp_num);
@@ -386,7 +388,7 @@ static enum ibv_wc_status exec_send(struct exec *x, struct emu_qp_entry *peer)
 		complete_recv(x->sh, peer, r, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, x->w, x->qp->qp_num);
 		return IBV_WC_REM_INV_REQ_ERR;
 	}
-	copy_segs(x->recv, n, x->local, x->w->num_sge);
+	copy_segs(x->recv, n, x->local, x->nlocal);
 	complete_recv(x->sh, peer, r, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)x->total, x->w, x->qp->qp_num);
 	return IBV_WC_SUCCESS;
 }
@@ -407,9 +409,9 @@ static enum ibv_wc_status exec_rdma(struct exec *x, struct emu_qp_entry *peer, u
 	}
 	remote.len = x->total;
 	if (w->opcode == IBV_WR_RDMA_READ)
-		copy_segs(x->local, w->num_sge, &remote, 1);
+		copy_segs(x->local, x->nlocal, &remote, 1);
 	else
-		copy_segs(&remote, 1, x->local, w->num_sge);
+		copy_segs(&remote, 1, x->local, x->nlocal);
 	if (w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		complete_recv(x->sh, peer, emu_wqe(x->sh, &peer->rq, atomic_load(&peer->rq.cons)), IBV_WC_SUCCESS,
 			      IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)x->total, w, x->qp->qp_num);
@@ -422,6 +424,9 @@ static enum ibv_wc_status exec_atomic(struct exec *x, struct emu_qp_entry *peer)
 	char *target;
 	uint64_t old;
 
+	/* post_send took one 8-byte SGE; a ring rewritten since is the requester's own fault. */
+	if (x->nlocal != 1 || x->local[0].len != 8)
+		return IBV_WC_LOC_QP_OP_ERR;
 	if (!(peer->qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC) || (w->remote_addr & 7)) {
 		to_error(peer);
 		return IBV_WC_REM_INV_REQ_ERR;
@@ -448,7 +453,7 @@ static enum exec_result execute(struct emu_shared *sh, struct emu_qp_entry *qp, 
 	const struct emu_swqe *w = emu_wqe(sh, &qp->sq, atomic_load_explicit(&qp->sq.cons, memory_order_relaxed));
 	struct emu_qp_entry *peer;
 	enum ibv_wc_status status;
-	uint32_t need = 0, n = w->num_sge <= EMU_MAX_SGE ? w->num_sge : EMU_MAX_SGE;
+	uint32_t need = 0, n = w->num_sge <= qp->sq.max_sge ? w->num_sge : qp->sq.max_sge;
 	int needs_recv = w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_SEND_WITH_IMM ||
 			 w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
@@ -457,6 +462,7 @@ static enum exec_result execute(struct emu_shared *sh, struct emu_qp_entry *qp, 
 	x.w = w;
 	x.holds.n = 0;
 	x.peer_held = 0;
+	x.nlocal = n;
 	if (w->opcode == IBV_WR_RDMA_READ || w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		need = IBV_ACCESS_LOCAL_WRITE;
@@ -561,6 +567,8 @@ void *emu_engine_main(void *arg)
 	struct emu_context *ctx = arg;
 	struct emu_shared *sh = ctx->sh;
 
+	/* Held until this thread returns; if the process dies first, importers see the owner die. */
+	pthread_mutex_lock(&sh->engine_alive);
 	while (!atomic_load(&sh->engine_stop)) {
 		uint32_t seq = atomic_load(&sh->doorbell);
 		uint64_t deadline = 0;
@@ -584,6 +592,7 @@ void *emu_engine_main(void *arg)
 		}
 		atomic_store(&sh->engine_sleeping, 0);
 	}
+	pthread_mutex_unlock(&sh->engine_alive);
 	return NULL;
 }
 

@@ -53,13 +53,31 @@ static inline struct emu_shared *emu_sh(struct ibv_context *context)
 	return emu_ctx(context)->sh;
 }
 
+/* The kernel's robust-futex bit: the owner of the lock word died holding it. */
+#define EMU_FUTEX_OWNER_DIED 0x40000000
+
+/*
+ * Whether the device is gone: closed by its opener, or its opener died (its
+ * engine's engine_alive lock word has the owner-died bit, which the kernel
+ * sets with a robust mutex's owner; glibc keeps that word first in
+ * pthread_mutex_t). A load or two, no system call: poll_cq stays a read.
+ */
 static inline int emu_gone(struct emu_shared *sh)
 {
-	return atomic_load_explicit(&sh->device_state, memory_order_acquire) != EMU_DEVICE_LIVE;
+	if (atomic_load_explicit(&sh->device_state, memory_order_acquire) != EMU_DEVICE_LIVE)
+		return 1;
+	if (__atomic_load_n(&sh->engine_alive.__data.__lock, __ATOMIC_ACQUIRE) & EMU_FUTEX_OWNER_DIED) {
+		atomic_store(&sh->device_state, EMU_DEVICE_GONE);
+		return 1;
+	}
+	return 0;
 }
 
 /* Internal: not part of the library's ABI. */
 #pragma GCC visibility push(hidden)
+
+/* How often a wait for the engine looks whether the engine's process died. */
+static const struct timespec emu_recheck = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
 
 /* objects.c */
 int emu_destroy_qp_entry(struct emu_context *ctx, uint32_t index);

@@ -25,7 +25,11 @@
  * most 8), read by every ibv_get_device_list. Each ibv_open_device creates a
  * new device instance: its state in a memfd (state.h), which is the
  * context's cmd_fd, and its DMA engine thread (engine.c). Another process
- * joins that instance with ibv_import_device on a dup of the fd.
+ * joins that instance with ibv_import_device on a dup of the fd. The
+ * instance lives as long as its opener: when the opener closes it, or dies,
+ * every other process's calls on it fail with EIO (a kernel would keep the
+ * device for the other fd holders; here the engine is gone with the opener,
+ * and EIO beats waiting for completions that never come).
  */
 #define _GNU_SOURCE
 #include "internal.h"

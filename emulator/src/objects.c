@@ -276,8 +276,9 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	if (!atomic_compare_exchange_strong(&e->key, &key, 0))
 		return EINVAL;
 	atomic_fetch_add(&e->waiters, 1);
-	while ((v = atomic_load(&e->inflight)) != 0)
-		emu_futex_wait(&e->inflight, v, NULL);
+	/* A dead engine holds nothing: stop waiting once the device is gone. */
+	while ((v = atomic_load(&e->inflight)) != 0 && !emu_gone(sh))
+		emu_futex_wait(&e->inflight, v, &emu_recheck);
 	atomic_fetch_sub(&e->waiters, 1);
 	emu_lock(sh);
 	atomic_fetch_sub(&emu_pd(sh, e->pd)->users, 1);

@@ -32,6 +32,7 @@ void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce
 	/* A process that dies inside a create or destroy must not wedge the device for the others. */
 	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&sh->lock, &attr);
+	pthread_mutex_init(&sh->engine_alive, &attr);
 	pthread_mutexattr_destroy(&attr);
 	for (int k = 0; k < EMU_KINDS; k++) {
 		sh->slots[k].max = max[k];
@@ -69,8 +70,13 @@ uint32_t emu_slot_take(struct emu_shared *sh, enum emu_kind kind)
 
 	if (freed > EMU_REUSE_DISTANCE || (s->high_water == s->max && freed > 0))
 		return fifo[s->head++ % s->max];
-	if (s->high_water < s->max)
-		return s->high_water++;
+	if (s->high_water < s->max) {
+		uint32_t index = s->high_water;
+
+		/* The engine scans QPs up to high_water without the lock. */
+		__atomic_store_n(&s->high_water, index + 1, __ATOMIC_RELEASE);
+		return index;
+	}
 	return UINT32_MAX;
 }
 

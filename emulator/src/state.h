@@ -82,7 +82,7 @@
 
 enum emu_kind { EMU_PD = 0, EMU_MR = 1, EMU_CQ = 2, EMU_QP = 3, EMU_KINDS = 4 };
 
-/* Device lifecycle, in emu_shared.device_state. */
+/* Device lifecycle, in emu_shared.device_state: GONE once the opener closed it or died. */
 enum { EMU_DEVICE_LIVE = 1, EMU_DEVICE_GONE = 2 };
 
 /*
@@ -239,6 +239,12 @@ struct emu_shared {
 	uint32_t opener_pid;
 	_Atomic uint32_t device_state;
 	pthread_mutex_t lock;		/* robust, process-shared */
+	/*
+	 * Held by the DMA engine thread for as long as it runs (robust,
+	 * process-shared): when the opening process dies the kernel marks
+	 * it owner-died, which every other process can see with a load.
+	 */
+	pthread_mutex_t engine_alive;
 	_Atomic uint32_t live[EMU_KINDS];
 	struct emu_slots slots[EMU_KINDS];
 	uint32_t heap_hint;		/* first page to look at when allocating */

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -592,14 +593,28 @@ static void a_full_ring_is_enomem_until_completions_are_polled(void)
 	CHECK_EQ(post_recv_sges(qb, 4, &r, 1), 0, "recv 4");
 	CHECK_EQ(post_recv_sges(qb, 5, &r, 1), ENOMEM, "the fifth receive does not fit");
 
-	/* Three unsignaled WRs and a signaled one fill the send ring: their slots free when that completion is polled. */
-	for (int i = 0; i < 3; i++)
-		CHECK_EQ(post_send_op(qa, 10 + (uint64_t)i, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, 0),
-			 0, "unsignaled");
-	CHECK_EQ(post_send_op(qa, 13, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
-		 0, "signaled");
+	/*
+	 * Three unsignaled WRs and a signaled one fill the send ring; their slots are free again only when that
+	 * completion is polled, not when the engine has executed them (as with a NIC's WQE counter in the CQE).
+	 */
+	memset(a, 0, 64);
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge v = sge_of(a + 3000 + i, 1, ma);
+
+		a[3000 + i] = (char)('1' + i);
+		CHECK_EQ(post_send_op(qa, 10 + (uint64_t)i, IBV_WR_RDMA_WRITE, &v, 1, (uintptr_t)(a + 16 + i), ma->rkey,
+				      i == 3 ? IBV_SEND_SIGNALED : 0),
+			 0, "fill the send ring");
+	}
+	{
+		uint64_t deadline = now_ms() + 10000;
+
+		/* The last write has landed: the engine has executed all four. */
+		while (__atomic_load_n(&a[19], __ATOMIC_ACQUIRE) != '4')
+			CHECK(now_ms() < deadline, "the writes never landed");
+	}
 	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
-		 ENOMEM, "a full send ring, though the engine may have executed them all");
+		 ENOMEM, "a full send ring: executed but not polled");
 	wc = poll_one(cq);
 	CHECK_EQ(wc.wr_id, 13, "the signaled one");
 	CHECK_EQ(post_send_op(qa, 14, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(a + 2048), ma->rkey, IBV_SEND_SIGNALED),
@@ -658,18 +673,18 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 	struct ibv_mr *ms = reg(pd, src, len, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_mr *md = reg(pd, dst, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	struct ibv_sge s = sge_of(src, (uint32_t)len, ms);
-	volatile unsigned char *first = dst, *last = dst + len - 1;
+	unsigned char *first = dst, *last = dst + len - 1;
 	struct ibv_wc wc;
 	int caught = 0;
 
-	for (int round = 0; round < 20 && !caught; round++) {
+	for (int round = 0; round < 50 && !caught; round++) {
 		memset(src, 0xa0 + round, len);
 		memset(dst, 0, len);
 		post_send_ok(p.a, (uint64_t)round, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, md->rkey);
 		/* Wait until the copy is under way (its first chunk has landed), then deregister the target. */
-		while (*first == 0)
+		while (__atomic_load_n(first, __ATOMIC_ACQUIRE) == 0)
 			;
-		if (*last != 0) {
+		if (__atomic_load_n(last, __ATOMIC_ACQUIRE) != 0) {
 			/* The copy finished before we got here: nothing proved; try again. */
 			CHECK_STATUS(poll_one(p.cqa), IBV_WC_SUCCESS);
 			continue;
@@ -683,7 +698,7 @@ static void dereg_returns_only_after_the_dma_on_the_mr_is_over(void)
 		CHECK_STATUS(wc, IBV_WC_SUCCESS);
 		caught = 1;
 	}
-	CHECK(caught, "never caught the copy in flight in 20 rounds of 64 MiB");
+	CHECK(caught, "never caught the copy in flight in 50 rounds of 64 MiB");
 	ibv_close_device(ctx);
 }
 
@@ -1021,6 +1036,94 @@ static void several_processes_post_at_once(void)
 	ibv_close_device(ctx);
 }
 
+static void send_fd(int sock, int fd, uint32_t value)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &value, .iov_len = sizeof(value) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	CHECK(sendmsg(sock, &msg, 0) == sizeof(value), "sendmsg: %s", strerror(errno));
+}
+
+static int recv_fd(int sock, uint32_t *value)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = value, .iov_len = sizeof(*value) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			      .msg_controllen = sizeof(control) };
+	struct cmsghdr *c;
+	int fd;
+
+	CHECK(recvmsg(sock, &msg, 0) == sizeof(*value), "recvmsg: %s", strerror(errno));
+	c = CMSG_FIRSTHDR(&msg);
+	CHECK(c && c->cmsg_type == SCM_RIGHTS, "no fd received");
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/*
+ * The opener is another process, as the daemon is for a secondary: the fd
+ * comes by SCM_RIGHTS, the opener's engine moves this process's bytes, and
+ * when the opener dies (kill -9) this process's calls fail with EIO instead
+ * of waiting for completions that will never come.
+ */
+static void an_importer_sees_its_opener_die(void)
+{
+	char *mem = shared_memory(4096);
+	int sv[2];
+	uint32_t pd_handle;
+	pid_t pid;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *mr;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct ibv_context *opened = open_device();
+		struct ibv_pd *opd = alloc_pd(opened);
+
+		send_fd(sv[1], opened->cmd_fd, opd->handle);
+		for (;;)
+			pause();
+	}
+	ctx = ibv_import_device(recv_fd(sv[0], &pd_handle));
+	CHECK(ctx, "import: %s", strerror(errno));
+	pd = ibv_import_pd(ctx, pd_handle);
+	CHECK(pd, "import_pd: %s", strerror(errno));
+	cq = create_cq(ctx, 16);
+	qa = create_qp(pd, cq);
+	qb = create_qp(pd, cq);
+	connect_qp(qa, qb->qp_num);
+	connect_qp(qb, qa->qp_num);
+	mr = reg(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	memcpy(mem, "moved by the opener", 19);
+	s = sge_of(mem, 19, mr);
+	post_send_ok(qa, 1, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(mem + 100), mr->rkey);
+	CHECK_STATUS(poll_one(cq), IBV_WC_SUCCESS);
+	CHECK(memcmp(mem + 100, "moved by the opener", 19) == 0, "written by the other process's engine");
+
+	CHECK(kill(pid, SIGKILL) == 0, "kill");
+	CHECK(waitpid(pid, NULL, 0) == pid, "waitpid");
+	CHECK_EQ(post_send_op(qa, 2, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)(mem + 200), mr->rkey, IBV_SEND_SIGNALED),
+		 EIO, "post after the opener died");
+	CHECK_EQ(ibv_poll_cq(cq, 1, &wc), -EIO, "poll after the opener died");
+	CHECK(!ibv_alloc_pd(ctx) && errno == EIO, "alloc after the opener died");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg after the opener died does not wait for it");
+	CHECK_EQ(ibv_close_device(ctx), 0, "close");
+}
+
 /* ---- the engine --------------------------------------------------------------------------------- */
 
 /* utime + stime of the thread named name, in clock ticks; -1 if there is none. */
@@ -1173,6 +1276,7 @@ static const struct test_case cases[] = {
 	CASE(import_pd_validates_its_handle),
 	CASE(another_process_imports_the_device_and_posts),
 	CASE(several_processes_post_at_once),
+	CASE(an_importer_sees_its_opener_die),
 	CASE(an_idle_device_costs_no_cpu),
 	CASE(closing_the_opener_ends_the_device_for_importers),
 	CASE(device_list_follows_mrdemu_devices),

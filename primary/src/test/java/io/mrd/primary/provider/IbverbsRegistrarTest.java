@@ -3,6 +3,8 @@ package io.mrd.primary.provider;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.testing.EmulatedDevice;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -10,14 +12,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -32,22 +32,23 @@ import java.util.concurrent.TimeUnit;
 
 import static io.mrd.layout.sys.Sizes.MIB;
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The libibverbs binding against {@code src/test/c/ibverbs_standin.c}, a library with libibverbs' symbols compiled
- * here from the installed {@code <infiniband/verbs.h>}: the real call path (dlopen, downcalls, errno capture) and
- * the real struct offsets, without a NIC.
+ * The libibverbs binding against the emulated RDMA device ({@code emulator/}, built by {@link EmulatedDevice}), a
+ * library with libibverbs' ABI compiled here from the installed {@code <infiniband/verbs.h>}: the real call path
+ * (dlopen, downcalls, errno capture), the real struct offsets, and a device that checks what a kernel driver
+ * checks at registration (unmapped memory, access flags, sizes), without a NIC.
  * <p>
  * Needs gcc and Debian's libibverbs-dev. Without them the tests are skipped, unless {@code CI=true} or
- * {@code MRD_REQUIRE_IBVERBS_STANDIN=1}, where they fail.
+ * {@code MRD_REQUIRE_EMULATOR=1}, where they fail.
  */
 @SuppressWarnings("restricted")
 final class IbverbsRegistrarTest
@@ -55,67 +56,33 @@ final class IbverbsRegistrarTest
     /** What the MR engine asks for local memory. */
     private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
 
-    private static final Path HEADER = Path.of("/usr/include/infiniband/verbs.h");
-    private static final int ENTRY_REG_MR = 1;
-    private static final int ENTRY_REG_MR_IOVA2 = 2;
+    private static final Linker LINKER = Linker.nativeLinker();
+
+    private static Path emulator;
+    /** {@code int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])}: with NULL, this process's. */
+    private static MethodHandle liveObjects;
+    private static MethodHandle setenv;
+    private static MethodHandle unsetenv;
 
     @TempDir
-    static Path buildDir;
-
-    private static Path standIn;
-    private static MethodHandle setDeviceCount;
-    private static MethodHandle setRegErrno;
-    private static MethodHandle liveMrs;
-    private static MethodHandle livePds;
-    private static MethodHandle liveContexts;
-    private static MethodHandle liveDeviceLists;
-    private static MethodHandle registrations;
-    private static MethodHandle lastEntry;
-    private static MethodHandle lastAccess;
-    private static MethodHandle lastIova;
-    private static MethodHandle mrLayout;
+    static Path scratch;
 
     private final List<Registrar> registrars = new ArrayList<>();
     private Arena memory;
 
     @BeforeAll
-    static void compileStandIn() throws Exception
+    static void buildTheEmulator()
     {
-        final Path source = source();
-        final boolean required = "true".equalsIgnoreCase(System.getenv("CI")) ||
-            "1".equals(System.getenv("MRD_REQUIRE_IBVERBS_STANDIN"));
-        final boolean haveHeader = Files.isRegularFile(HEADER);
-        final boolean haveGcc = onPath("gcc");
-        if (!haveHeader || !haveGcc)
-        {
-            final String missing = (haveHeader ? "" : HEADER + " (apt-get install libibverbs-dev) ") +
-                (haveGcc ? "" : "gcc (apt-get install gcc)");
-            if (required)
-            {
-                fail("the ibverbs stand-in cannot be built, missing " + missing);
-            }
-            Assumptions.abort("ibverbs stand-in not built, missing " + missing);
-        }
-        standIn = buildDir.resolve("libibverbs-standin.so");
-        final Process gcc = new ProcessBuilder("gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", standIn.toString(),
-            source.toString()).redirectErrorStream(true).start();
-        final String output = new String(gcc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertTrue(gcc.waitFor(120, TimeUnit.SECONDS), "gcc did not finish");
-        assertEquals(0, gcc.exitValue(), "gcc failed:\n" + output);
-
-        // Loaded for good: the registrars under test dlopen the same file and so share the stand-in's counters.
-        final SymbolLookup lookup = SymbolLookup.libraryLookup(standIn, Arena.global());
-        setDeviceCount = bind(lookup, "standin_set_device_count", FunctionDescriptor.ofVoid(JAVA_INT));
-        setRegErrno = bind(lookup, "standin_set_reg_errno", FunctionDescriptor.ofVoid(JAVA_INT));
-        liveMrs = bind(lookup, "standin_live_mrs", FunctionDescriptor.of(JAVA_INT));
-        livePds = bind(lookup, "standin_live_pds", FunctionDescriptor.of(JAVA_INT));
-        liveContexts = bind(lookup, "standin_live_contexts", FunctionDescriptor.of(JAVA_INT));
-        liveDeviceLists = bind(lookup, "standin_live_device_lists", FunctionDescriptor.of(JAVA_INT));
-        registrations = bind(lookup, "standin_registrations", FunctionDescriptor.of(JAVA_INT));
-        lastEntry = bind(lookup, "standin_last_entry", FunctionDescriptor.of(JAVA_INT));
-        lastAccess = bind(lookup, "standin_last_access", FunctionDescriptor.of(JAVA_INT));
-        lastIova = bind(lookup, "standin_last_iova", FunctionDescriptor.of(JAVA_LONG));
-        mrLayout = bind(lookup, "standin_mr_layout", FunctionDescriptor.of(JAVA_LONG, JAVA_INT));
+        emulator = EmulatedDevice.library();
+        // Loaded for good: the registrars under test dlopen the same file and so share its process-wide view.
+        final SymbolLookup lookup = SymbolLookup.libraryLookup(emulator, Arena.global());
+        liveObjects = LINKER.downcallHandle(lookup.find("mrdemu_live_objects").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final SymbolLookup libc = LINKER.defaultLookup();
+        setenv = LINKER.downcallHandle(libc.find("setenv").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        unsetenv = LINKER.downcallHandle(libc.find("unsetenv").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT, ADDRESS));
     }
 
     @BeforeEach
@@ -125,28 +92,26 @@ final class IbverbsRegistrarTest
     }
 
     @AfterEach
-    void restoreTheStandIn() throws Throwable
+    void closeEverything() throws Throwable
     {
         registrars.forEach(Registrar::close);
         memory.close();
-        setRegErrno.invokeExact(0);
-        setDeviceCount.invokeExact(1);
-        assertEquals(0, (int)liveMrs.invokeExact(), "MRs left registered");
-        assertEquals(0, (int)livePds.invokeExact(), "PDs left allocated");
-        assertEquals(0, (int)liveContexts.invokeExact(), "devices left open");
-        assertEquals(0, (int)liveDeviceLists.invokeExact(), "device lists not freed");
+        try (Arena arena = Arena.ofConfined())
+        {
+            final int ignored = (int)unsetenv.invokeExact(arena.allocateFrom(EmulatedDevice.DEVICES_ENV));
+        }
+        assertEquals(0, contextsOpen(), "devices left open");
     }
 
     @Test
-    void mirrorsStructIbvMrAsTheInstalledHeaderLaysItOut() throws Throwable
+    void mirrorsStructIbvMrAsTheInstalledHeaderLaysItOut()
     {
-        final String[] fields = {"context", "pd", "addr", "length", "handle", "lkey", "rkey"};
-        for (int i = 0; i < fields.length; i++)
+        for (final String field : List.of("context", "pd", "addr", "length", "handle", "lkey", "rkey"))
         {
-            assertEquals((long)mrLayout.invokeExact(i), IbverbsRegistrar.IBV_MR.byteOffset(groupElement(fields[i])),
-                "offsetof(struct ibv_mr, " + fields[i] + ")");
+            assertEquals(EmulatedDevice.layoutOf("ibv_mr." + field),
+                IbverbsRegistrar.IBV_MR.byteOffset(groupElement(field)), "offsetof(struct ibv_mr, " + field + ")");
         }
-        assertEquals((long)mrLayout.invokeExact(fields.length), IbverbsRegistrar.IBV_MR.byteSize(),
+        assertEquals(EmulatedDevice.layoutOf("sizeof.ibv_mr"), IbverbsRegistrar.IBV_MR.byteSize(),
             "sizeof(struct ibv_mr)");
     }
 
@@ -154,42 +119,40 @@ final class IbverbsRegistrarTest
     void registersAndReadsKeysAndRangeFromTheStructIbvMr() throws Throwable
     {
         final IbverbsRegistrar ibverbs = registrar(config());
-        assertEquals("mrd_standin0", ibverbs.deviceName());
+        assertEquals(EmulatedDevice.DEVICE_NAME, ibverbs.deviceName());
         assertEquals("ibverbs", ibverbs.name());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
 
-        final int n = (int)registrations.invokeExact() + 1;
-        final int access = Access.LOCAL_WRITE | Access.REMOTE_READ;
-        final Registration registration = ibverbs.register(buffer.address(), MIB, access);
-        assertEquals(0x1000 + n, registration.lkey(), "lkey at offset 36");
-        assertEquals(0x2000 + n, registration.rkey(), "rkey at offset 40");
+        final Registration registration = ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE |
+            Access.REMOTE_READ);
+        // The emulator's keys are mlx5 mkeys: (index << 8) | a variant that is never 0, and lkey == rkey.
+        assertEquals(registration.lkey(), registration.rkey(), "lkey at offset 36, rkey at offset 40");
+        assertNotEquals(0, registration.lkey() & 0xff, "variant of " + Integer.toHexString(registration.lkey()));
         assertEquals(buffer.address(), registration.address(), "addr at offset 16");
         assertEquals(MIB, registration.length(), "length at offset 24");
         assertTrue(0 != registration.handle(), "the handle is the struct ibv_mr *");
-        assertEquals(ENTRY_REG_MR, (int)lastEntry.invokeExact(), "no optional flag: plain ibv_reg_mr");
-        assertEquals(access, (int)lastAccess.invokeExact());
-        final Registration local = ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE);
-        assertEquals(Access.NO_RKEY, local.rkey(), "the device's rkey of a local-only MR grants nothing: not reported");
-        assertEquals(Access.LOCAL_WRITE, (int)lastAccess.invokeExact(), "the access goes to ibv_reg_mr as given");
-        ibverbs.deregister(local);
-        assertEquals(1, (int)liveMrs.invokeExact());
+        assertEquals(1, liveMrs(), "one MR on the device");
         assertEquals(MIB, ibverbs.pinnedBytes());
 
         ibverbs.deregister(registration);
-        assertEquals(0, (int)liveMrs.invokeExact());
+        assertEquals(0, liveMrs());
         assertEquals(0, ibverbs.pinnedBytes());
         assertEquals(0, ibverbs.liveCount());
+
+        final Registration again = ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE);
+        assertNotEquals(registration.lkey(), again.lkey(), "a new registration never gets a key of an old one");
+        assertEquals(Access.NO_RKEY, again.rkey(), "the device's rkey of a local-only MR grants nothing: not reported");
+        ibverbs.deregister(again);
     }
 
     @Test
-    void optionalAccessFlagsGoThroughIbvRegMrIova2AsTheVerbsHeaderMacroDoes() throws Throwable
+    void registersWithTheOptionalRelaxedOrderingFlagAsTheVerbsHeaderMacroPassesIt() throws Throwable
     {
         final IbverbsRegistrar ibverbs = registrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
+        assertTrue(0 != (LOCAL_ACCESS & Access.OPTIONAL_RANGE), "the default asks for relaxed ordering");
         final Registration registration = ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
-        assertEquals(ENTRY_REG_MR_IOVA2, (int)lastEntry.invokeExact());
-        assertEquals(LOCAL_ACCESS, (int)lastAccess.invokeExact(), "relaxed ordering passed through");
-        assertEquals(buffer.address(), (long)lastIova.invokeExact(), "iova is the address, as the macro passes it");
+        assertEquals(1, liveMrs());
         ibverbs.deregister(registration);
     }
 
@@ -199,28 +162,31 @@ final class IbverbsRegistrarTest
         final IbverbsRegistrar ibverbs = registrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
 
-        setRegErrno.invokeExact(ErrorCode.ENOMEM.errno());
+        // Longer than the device's max_mr_size (1 TiB), as the kernel refuses what it cannot pin.
         final MrdException enomem = assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS));
+            () -> ibverbs.register(buffer.address(), 2L << 40, LOCAL_ACCESS));
         assertEquals(ErrorCode.ENOMEM, enomem.code());
         assertTrue(enomem.getMessage().contains("failed: ENOMEM: Cannot allocate memory"), enomem.getMessage());
         assertTrue(enomem.getMessage().contains("RLIMIT_MEMLOCK is "), enomem.getMessage());
 
-        setRegErrno.invokeExact(ErrorCode.EACCES.errno());
-        final MrdException eacces = assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE));
-        assertEquals(ErrorCode.EACCES, eacces.code());
-        assertTrue(eacces.getMessage().contains("EACCES: Permission denied"), eacces.getMessage());
-        assertTrue(eacces.getMessage().contains("mrd_standin0"), eacces.getMessage());
+        // Remote write without local write: the verbs specification's EINVAL.
+        final MrdException einval = assertThrows(MrdException.class,
+            () -> ibverbs.register(buffer.address(), MIB, Access.REMOTE_WRITE));
+        assertEquals(ErrorCode.EINVAL, einval.code());
+        assertTrue(einval.getMessage().contains("EINVAL: Invalid argument"), einval.getMessage());
+        assertTrue(einval.getMessage().contains(EmulatedDevice.DEVICE_NAME), einval.getMessage());
 
-        setRegErrno.invokeExact(0);
-        // The stand-in fails this length whatever the controls say.
-        assertEquals(ErrorCode.ENOMEM, assertThrows(MrdException.class,
-            () -> ibverbs.register(buffer.address(), 0xDEAD000L, Access.LOCAL_WRITE)).code());
+        // Memory that is not mapped any more.
+        final MemorySegment hole = Posix.map(MIB, Posix.PROT_READ, Posix.MAP_PRIVATE | Posix.MAP_ANONYMOUS, -1, 0);
+        Posix.munmap(hole.address(), MIB);
+        final MrdException efault = assertThrows(MrdException.class,
+            () -> ibverbs.register(hole.address(), MIB, Access.LOCAL_WRITE));
+        assertEquals(ErrorCode.EFAULT, efault.code());
+        assertTrue(efault.getMessage().endsWith(": part of the range is not mapped"), efault.getMessage());
 
         assertEquals(0, ibverbs.pinnedBytes());
         assertEquals(0, ibverbs.liveCount());
-        assertEquals(0, (int)liveMrs.invokeExact());
+        assertEquals(0, liveMrs());
     }
 
     @Test
@@ -232,7 +198,7 @@ final class IbverbsRegistrarTest
         ibverbs.deregister(registration);
         final MrdException twice = assertThrows(MrdException.class, () -> ibverbs.deregister(registration));
         assertEquals(ErrorCode.EINVAL, twice.code());
-        assertEquals(0, (int)liveMrs.invokeExact(), "no double free reached the library");
+        assertEquals(0, liveMrs(), "no double free reached the library");
     }
 
     @Test
@@ -286,7 +252,7 @@ final class IbverbsRegistrarTest
             }
             assertEquals(threads * perThread, keys.size());
             assertEquals(0, ibverbs.pinnedBytes());
-            assertEquals(0, (int)liveMrs.invokeExact());
+            assertEquals(0, liveMrs());
         }
         finally
         {
@@ -297,26 +263,26 @@ final class IbverbsRegistrarTest
     @Test
     void picksTheDeviceNamedByDevice() throws Throwable
     {
-        setDeviceCount.invokeExact(3);
-        assertEquals("mrd_standin2", registrar(config().withDeviceName("mrd_standin2")).deviceName());
-        assertEquals("mrd_standin0", registrar(config()).deviceName(), "the first without --device");
+        devices(3);
+        assertEquals("mrdemu2", registrar(config().withDeviceName("mrdemu2")).deviceName());
+        assertEquals("mrdemu0", registrar(config()).deviceName(), "the first without --device");
     }
 
     @Test
     void aMissingDeviceFailsAtStartListingTheDevicesFound() throws Throwable
     {
-        setDeviceCount.invokeExact(2);
+        devices(2);
         final MrdException ex = assertThrows(MrdException.class,
             () -> new IbverbsRegistrar(config().withDeviceName("nope")));
         assertEquals(ErrorCode.ENODEV, ex.code());
-        assertEquals("ENODEV: RDMA device 'nope' not found; devices found: mrd_standin0, mrd_standin1: pass one of " +
+        assertEquals("ENODEV: RDMA device 'nope' not found; devices found: mrdemu0, mrdemu1: pass one of " +
             "them to --device", ex.oneLine());
     }
 
     @Test
     void noDeviceFailsAtStartWithOneLine() throws Throwable
     {
-        setDeviceCount.invokeExact(0);
+        devices(0);
         final MrdException ex = assertThrows(MrdException.class, () -> Registrars.create(config()));
         assertEquals(ErrorCode.ENODEV, ex.code());
         assertTrue(ex.getMessage().startsWith(
@@ -328,7 +294,7 @@ final class IbverbsRegistrarTest
     @Test
     void aLibraryThatDoesNotExistFailsAtStartWithOneLine()
     {
-        final Path missing = buildDir.resolve("no-such-libibverbs.so.1");
+        final Path missing = scratch.resolve("no-such-libibverbs.so.1");
         final MrdException ex = assertThrows(MrdException.class,
             () -> Registrars.create(ProviderConfig.ibverbs().withLibraryPath(missing)));
         assertEquals(ErrorCode.ENOENT, ex.code());
@@ -359,13 +325,14 @@ final class IbverbsRegistrarTest
         final IbverbsRegistrar ibverbs = new IbverbsRegistrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
         ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS);
-        assertEquals(1, (int)livePds.invokeExact());
-        assertEquals(1, (int)liveContexts.invokeExact());
+        assertEquals(1, live()[0], "the PD");
+        assertEquals(1, liveMrs());
+        assertEquals(1, contextsOpen());
         ibverbs.close();
         ibverbs.close();
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
             () -> ibverbs.register(buffer.address(), MIB, LOCAL_ACCESS)).code());
-        // restoreTheStandIn checks MRs, PD, device and device list are all released.
+        // closeEverything checks the device is closed.
     }
 
     @Test
@@ -413,35 +380,41 @@ final class IbverbsRegistrarTest
 
     private static ProviderConfig config()
     {
-        return ProviderConfig.ibverbs().withLibraryPath(standIn);
+        return ProviderConfig.ibverbs().withLibraryPath(emulator);
     }
 
-    private static Path source()
+    /** How many devices the emulator lists from now on (it reads the variable on every ibv_get_device_list). */
+    private static void devices(final int count) throws Throwable
     {
-        final Path inModule = Path.of("src/test/c/ibverbs_standin.c");
-        if (Files.exists(inModule))
+        try (Arena arena = Arena.ofConfined())
         {
-            return inModule.toAbsolutePath();
-        }
-        return Path.of(System.getProperty("mrd.project.root", "."), "primary/src/test/c/ibverbs_standin.c");
-    }
-
-    private static boolean onPath(final String program)
-    {
-        try
-        {
-            final Process p = new ProcessBuilder(program, "--version").redirectErrorStream(true).start();
-            p.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
-            return p.waitFor(30, TimeUnit.SECONDS) && 0 == p.exitValue();
-        }
-        catch (final IOException | InterruptedException ex)
-        {
-            return false;
+            final int rc = (int)setenv.invokeExact(arena.allocateFrom(EmulatedDevice.DEVICES_ENV),
+                arena.allocateFrom(Integer.toString(count)), 1);
+            assertEquals(0, rc, "setenv");
         }
     }
 
-    private static MethodHandle bind(final SymbolLookup lookup, final String name, final FunctionDescriptor descriptor)
+    /** PDs, MRs, CQs, QPs live on the devices this process has open. */
+    private static int[] live() throws Throwable
     {
-        return Linker.nativeLinker().downcallHandle(lookup.find(name).orElseThrow(), descriptor);
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment out = arena.allocate(JAVA_INT, 4);
+            final int ignored = (int)liveObjects.invokeExact(MemorySegment.NULL, out);
+            return out.toArray(JAVA_INT);
+        }
+    }
+
+    private static int liveMrs() throws Throwable
+    {
+        return live()[1];
+    }
+
+    private static int contextsOpen() throws Throwable
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            return (int)liveObjects.invokeExact(MemorySegment.NULL, arena.allocate(JAVA_INT, 4));
+        }
     }
 }
