@@ -188,10 +188,11 @@ final class FuzzTest
         {
             cases.add(new Case("CREATE_MR cut after " + k + " bytes", Arrays.copyOf(create, k), true, "truncated"));
         }
-        for (final int version : new int[]{0, 2, -1, 65536})
+        for (final int version : new int[]{0, FrameDescriptor.PROTOCOL_VERSION - 1, FrameDescriptor.PROTOCOL_VERSION + 1, -1,
+            65536})
         {
             cases.add(new Case("HELLO version " + version, RawConnection.encode(9, new Message.Hello(version, "v")),
-                false, "expected HELLO version 1, got version " + version));
+                false, "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION + ", got version " + version));
         }
         cases.add(new Case("CREATE_MR before HELLO", create, false, "as the first request"));
         for (final int type : new int[]{0, 8, 9, 0x42, 0x7FFF})
