@@ -1,5 +1,6 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.rdma.RdmaExchange;
 import io.mrd.layout.MrdCounter;
 import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrdClient;
@@ -26,12 +27,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * mrd's keys on a device that checks every one (the emulated device, {@code --provider ibverbs} with
  * {@code MRD_IBVERBS_LIBRARY} in the daemon and every secondary), end to end with real processes:
  * <ul>
- *   <li>two {@link RdmaPeer}s import the daemon's PD, connect RC queue pairs and for
+ *   <li>two {@link RdmaPeer}s ({@link RdmaExchange}) import the daemon's PD, connect RC queue pairs and for
  *       {@code -Dmrd.rdma.seconds} (default 10) move data both ways with SEND/RECV, RDMA WRITE and RDMA READ
  *       into each other's memory, lkeys from their MrCaches and the rkeys they traded, every byte checked at
  *       its target, their staging memory freed and allocated again four times a second;</li>
  *   <li>each peer posts, on purpose, work requests with the lkey and the rkey of memory it just freed
- *       ({@link RdmaStaleProbe}): each must complete with a protection error and change no byte;</li>
+ *       ({@code StaleKeyProbe}): each must complete with a protection error and change no byte;</li>
  *   <li>a churner ({@link RdmaSidekick} churn) allocates and frees memory all along: memory free events and
  *       devGen bumps under the peers' traffic;</li>
  *   <li>a victim with RDMA work in flight is killed with SIGKILL: the daemon reclaims its memory and destroys its

@@ -34,6 +34,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 public final class RdmaSidekick
 {
+    private static final long SEGMENT = 2L << 20;
+
     private RdmaSidekick()
     {
     }
@@ -64,7 +66,7 @@ public final class RdmaSidekick
         System.out.println("churning");
         while (!"exit".equals(signals.poll()))
         {
-            final long size = (1 + random.nextInt(4)) * RdmaPeer.SEGMENT;
+            final long size = (1 + random.nextInt(4)) * SEGMENT;
             final int access = random.nextBoolean() ? Access.LOCAL : Access.REMOTE_WRITE | Access.REMOTE_READ;
             final MemorySegment memory = client.allocate(size, access);
             memory.set(JAVA_LONG, 0, ops);
@@ -90,14 +92,14 @@ public final class RdmaSidekick
     private static void victim(final MrdClient client)
     {
         final MrCache cache = client.newCache();
-        final MemorySegment memory = client.allocate(RdmaPeer.SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final MemorySegment memory = client.allocate(SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ);
         final Verbs verbs = client.verbs();
         final CompletionQueue cq = verbs.createCq(64);
         final QueuePair a = verbs.createRcQp(cq, cq, QpCaps.of(16, 1));
         final QueuePair b = verbs.createRcQp(cq, cq, QpCaps.of(16, 1));
         a.connect(b.qpNum());
         b.connect(a.qpNum());
-        final long half = RdmaPeer.SEGMENT / 2;
+        final long half = SEGMENT / 2;
         final long keys = cache.keyPair(memory);
         final SgeList sges = new SgeList(1).add(memory.address(), 64 << 10, KeyPair.lkey(keys));
         final WorkCompletions completions = new WorkCompletions(16);

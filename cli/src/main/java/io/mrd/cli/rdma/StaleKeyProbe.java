@@ -1,4 +1,4 @@
-package io.mrd.cli.reliability;
+package io.mrd.cli.rdma;
 
 import io.mrd.layout.Access;
 import io.mrd.secondary.KeyPair;
@@ -30,9 +30,9 @@ import java.util.concurrent.TimeUnit;
  * </ol>
  * {@link #refused} counts the probes that did both; {@link #targetsChecked} those whose target could be read.
  */
-final class RdmaStaleProbe
+final class StaleKeyProbe
 {
-    private static final long SIZE = RdmaPeer.SEGMENT;
+    private static final long SIZE = RdmaExchange.SEGMENT;
     private static final long CANARY_SEQ = -2;
     private static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(10);
 
@@ -48,8 +48,10 @@ final class RdmaStaleProbe
     long probes;
     long refused;
     long targetsChecked;
+    /** The status a stale-key request completed with instead of a protection error, if one did. */
+    String notRefused = "";
 
-    RdmaStaleProbe(final MrdClient client, final MrCache cache, final Verbs verbs, final MemorySegment window)
+    StaleKeyProbe(final MrdClient client, final MrCache cache, final Verbs verbs, final MemorySegment window)
     {
         this.client = client;
         this.cache = cache;
@@ -68,16 +70,16 @@ final class RdmaStaleProbe
         final MemorySegment again = client.allocate(SIZE, Access.REMOTE_WRITE | Access.REMOTE_READ);
         try
         {
-            RdmaPattern.fill(again, 0, 4096, id, CANARY_SEQ, round);
-            RdmaPattern.fill(window, RdmaPeer.CANARY, RdmaPeer.CANARY_LENGTH, id, CANARY_SEQ, round);
+            WordPattern.fill(again, 0, 4096, id, CANARY_SEQ, round);
+            WordPattern.fill(window, RdmaExchange.CANARY, RdmaExchange.CANARY_LENGTH, id, CANARY_SEQ, round);
             final int windowRkey = KeyPair.rkey(cache.keyPair(window));
-            final long liveSource = window.address() + RdmaPeer.READABLE;
+            final long liveSource = window.address() + RdmaExchange.READABLE;
             final int liveLkey = KeyPair.lkey(cache.keyPair(liveSource, 4096));
 
             // a stale lkey as the source, a live target
             sges.clear().add(xAddress, 4096, KeyPair.lkey(stale));
-            final boolean lkeyRefused = protectionError(sges, window.address() + RdmaPeer.CANARY, windowRkey) &&
-                RdmaPattern.wrongBytes(window, RdmaPeer.CANARY, RdmaPeer.CANARY_LENGTH, id, CANARY_SEQ, round) == 0;
+            final boolean lkeyRefused = protectionError(sges, window.address() + RdmaExchange.CANARY, windowRkey) &&
+                WordPattern.wrongBytes(window, RdmaExchange.CANARY, RdmaExchange.CANARY_LENGTH, id, CANARY_SEQ, round) == 0;
             probes++;
 
             // a live source, a stale rkey at the target
@@ -86,7 +88,7 @@ final class RdmaStaleProbe
             if (again.address() == xAddress)
             {
                 targetsChecked++;
-                rkeyRefused &= RdmaPattern.wrongBytes(again, 0, 4096, id, CANARY_SEQ, round) == 0;
+                rkeyRefused &= WordPattern.wrongBytes(again, 0, 4096, id, CANARY_SEQ, round) == 0;
             }
             probes++;
             refused += (lkeyRefused ? 1 : 0) + (rkeyRefused ? 1 : 0);
@@ -121,7 +123,7 @@ final class RdmaStaleProbe
             final int status = one.status(0);
             if (status != WorkCompletions.LOC_PROT_ERR && status != WorkCompletions.REM_ACCESS_ERR)
             {
-                System.out.println("stale key not refused: " + WorkCompletions.statusName(status));
+                notRefused = WorkCompletions.statusName(status);
                 return false;
             }
             return true;

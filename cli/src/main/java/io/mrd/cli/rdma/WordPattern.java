@@ -1,17 +1,17 @@
-package io.mrd.cli.reliability;
+package io.mrd.cli.rdma;
 
 import java.lang.foreign.MemorySegment;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The bytes the RDMA end-to-end test moves: every 8-byte word is a function of who wrote it, which message
+ * The bytes {@link RdmaExchange} moves: every 8-byte word is a function of who wrote it, which message
  * (its sequence number) and where in the message it is, so a byte that arrives from the wrong message, the wrong
  * place or the wrong peer is counted wrong, and an untouched target is told from a written one.
  */
-final class RdmaPattern
+final class WordPattern
 {
-    private RdmaPattern()
+    private WordPattern()
     {
     }
 
