@@ -33,7 +33,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * <b>Requests</b> are pipelined: each carries a correlation id of its own, a lock serialises frame writes, one
  * reader thread ({@link ReplyReader}) completes the caller waiting for that id, and each waits at most the
  * request timeout. {@link #callWithFd} holds the write lock through the whole {@code SEND_FD} exchange, since
- * the daemon reads the next bytes of the connection as the descriptor's message.
+ * the daemon reads the next bytes of the connection as the descriptor's message. {@link #callForFd} is the
+ * other way: the reply brings a descriptor (IMPORT_PD), which the reader pairs with its frame and which a
+ * caller that gave up never leaks (the reader closes what nobody takes).
  * <p>
  * <b>Failure.</b> Once {@link #fail} was called, with the first reason given, every call in flight and every
  * later call throws a copy of that reason. The connection calls it itself when the stream ends or a write
