@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -36,12 +37,18 @@ import java.util.stream.Stream;
         "Starts a daemon, runs two 'mrd worker' processes at once (the second frees and re-allocates memory as " +
             "it goes, so the first one's local caches flush on devGen), prints their summaries, 'mrd dump --map' " +
             "and 'mrd stat', stops the daemon and removes the directory. Exit 0 when every step worked; otherwise " +
-            "1 with the step that failed and why."
+            "1 with the step that failed and why.",
+        "Then, when an RDMA device library is there (MRD_IBVERBS_LIBRARY, else the emulated device " +
+            "emulator/target/libmrdemu.so, which scripts/mrd demo builds), a daemon with --provider ibverbs and two " +
+            "'mrd worker --rdma-peer' processes that RDMA-write into each other's buffers with mrd's keys; on a host " +
+            "without an RDMA NIC this runs on the emulated device."
     },
     footer = {"", "Example:", "  scripts/mrd demo"})
 public final class DemoCommand implements Callable<Integer>
 {
-    private static final int STEPS = 6;
+    private static final int STEPS = 7;
+    /** How long the two RDMA workers move data. */
+    private static final long RDMA_SECONDS = 3;
     private static final long WORKER_TIMEOUT_S = 120;
     /** Time the workers get to start, attach and warm up before their timed lookups begin together. */
     private static final long START_DELAY_MS = 5_000;
@@ -135,6 +142,7 @@ public final class DemoCommand implements Callable<Integer>
                 progress("mrd stat");
                 run("stat", "--dir", dir.toString());
             }
+            rdmaStep();
         }
         catch (final MrdException ex)
         {
@@ -155,6 +163,71 @@ public final class DemoCommand implements Callable<Integer>
         }
         out.printf("demo: done in %.1f s%n", (System.nanoTime() - started) / 1e9);
         return 0;
+    }
+
+    /**
+     * Two workers RDMA-write into each other's buffers, on a daemon of their own with {@code --provider ibverbs}
+     * on the device library found (the emulated device without an RDMA NIC); skipped, saying why, without one.
+     */
+    private void rdmaStep() throws IOException, InterruptedException
+    {
+        final String given = System.getenv("MRD_IBVERBS_LIBRARY");
+        final Path emulator = Path.of(System.getenv().getOrDefault("MRD_HOME", "."), "emulator/target/libmrdemu.so");
+        final String library = null != given && !given.isBlank() ? given : Files.isRegularFile(emulator) ?
+            emulator.toString() : null;
+        if (null == library)
+        {
+            progress("RDMA between two workers: skipped, no device library (MRD_IBVERBS_LIBRARY is unset and " +
+                emulator + " is not built: scripts/mrd demo builds it when gcc and libibverbs-dev are installed)");
+            return;
+        }
+        progress("two workers RDMA-write into each other's buffers (" + library + ")");
+        final Path rdmaDir = Files.createTempDirectory("mrd-demo-rdma-");
+        final Map<String, String> env = Map.of("MRD_IBVERBS_LIBRARY", library);
+        boolean started = false;
+        try
+        {
+            final ProcessBuilder daemon = new ProcessBuilder(MrdLauncher.command(false, List.of("start", "--dir",
+                rdmaDir.toString(), "--provider", "ibverbs", "--max-memory", "256MiB", "--list-size", "128MiB")))
+                .redirectErrorStream(true).redirectOutput(rdmaDir.resolve("start.log").toFile());
+            daemon.environment().putAll(env);
+            final Process start = daemon.start();
+            if (!start.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS) || start.exitValue() != 0)
+            {
+                start.destroyForcibly();
+                throw new MrdException(ErrorCode.EIO, "'mrd start --provider ibverbs' failed: " +
+                    String.join(" ", Files.readAllLines(rdmaDir.resolve("start.log"))));
+            }
+            started = true;
+            final Path exchange = Files.createDirectories(rdmaDir.resolve("exchange"));
+            final List<Worker> workers = new ArrayList<>();
+            for (final String[] pair : new String[][]{{"rdma-a", "rdma-b"}, {"rdma-b", "rdma-a"}})
+            {
+                workers.add(Worker.start(rdmaDir, pair[0], List.of("--alloc", "2MiB", "--rdma-peer", pair[1],
+                    "--rdma-seconds", Long.toString(RDMA_SECONDS), "--rdma-exchange", exchange.toString()), env));
+            }
+            out.printf("      %-8s %10s %14s %10s %16s %17s%n", "worker", "rdmaOps", "bytesVerified", "wrongBytes",
+                "protectionErrors", "staleKeyRefusals");
+            for (final Worker worker : workers)
+            {
+                final JsonNode r = worker.await();
+                out.printf("      %-8s %10d %14d %10d %16d %11d of %d%n", worker.name, r.path("rdmaOps").asLong(),
+                    r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
+                    r.path("protectionErrors").asLong(), r.path("staleKeyRefusals").asLong(),
+                    r.path("staleKeyRequests").asLong());
+            }
+        }
+        finally
+        {
+            if (started)
+            {
+                Mrd.execute("stop", "--dir", rdmaDir.toString());
+            }
+            if (!keep)
+            {
+                deleteTree(rdmaDir);
+            }
+        }
     }
 
     private void progress(final String what)
@@ -208,15 +281,22 @@ public final class DemoCommand implements Callable<Integer>
 
         static Worker start(final Path dir, final String name, final List<String> options) throws IOException
         {
+            return start(dir, name, options, Map.of());
+        }
+
+        static Worker start(final Path dir, final String name, final List<String> options, final Map<String, String> env)
+            throws IOException
+        {
             final List<String> args = new ArrayList<>(List.of("worker", "--dir", dir.toString(), "--name", name));
             args.addAll(options);
             final Path output = dir.resolve("worker-" + name + ".json");
             final Path log = dir.resolve("worker-" + name + ".log");
-            final Process process = new ProcessBuilder(MrdLauncher.command(false, args))
+            final ProcessBuilder builder = new ProcessBuilder(MrdLauncher.command(false, args))
                 .redirectOutput(output.toFile())
                 .redirectError(log.toFile())
-                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()))
-                .start();
+                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+            builder.environment().putAll(env);
+            final Process process = builder.start();
             return new Worker(name, process, output, log);
         }
 

@@ -2,8 +2,10 @@ package io.mrd.cli;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.cli.rdma.RdmaExchange;
 import io.mrd.layout.ClientDescriptor;
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
@@ -15,13 +17,16 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 
 /**
  * {@code mrd worker}: a secondary JVM worker that allocates memory from the daemon, looks up the lkeys of
@@ -48,7 +53,9 @@ import java.util.concurrent.Callable;
         "Examples:",
         "  mrd worker --dir /tmp/mrd --alloc 256MiB --buffers 4096 --lookups 5000000",
         "  mrd worker --dir /tmp/mrd --alloc 64MiB --buffers 1024 --lookups 2000000 \\",
-        "             --threads 2 --free-every 100000"
+        "             --threads 2 --free-every 100000",
+        "  mrd worker --dir /tmp/mrd --name a --rdma-peer b --alloc 2MiB &  mrd worker --dir /tmp/mrd --name b \\",
+        "             --rdma-peer a --alloc 2MiB"
     })
 public final class WorkerCommand implements Callable<Integer>
 {
@@ -64,6 +71,8 @@ public final class WorkerCommand implements Callable<Integer>
     static final int MAX_THREADS = 1024;
     /** Furthest in the future --start-at may be: a wait longer than this is a mistake of unit, not a plan. */
     static final long MAX_START_DELAY_MS = 3_600_000;
+    /** Longest --rdma-seconds: an hour. */
+    static final long MAX_RDMA_SECONDS = 3_600;
 
     @Mixin
     DirOption dirOption;
@@ -111,11 +120,33 @@ public final class WorkerCommand implements Callable<Integer>
     @Option(names = "--seed", paramLabel = "S", description = "Seed of the random buffer choice (default: random).")
     Long seed;
 
+    @Option(names = "--rdma-peer", paramLabel = "NAME",
+        description = "Instead of lookups, move data with the worker named NAME (its --name) for --rdma-seconds: " +
+            "RDMA WRITE, SEND and RDMA READ into each other's memory over the daemon's device (mrd start " +
+            "--provider ibverbs; without an RDMA NIC, MRD_IBVERBS_LIBRARY pointing at the emulated device for the " +
+            "daemon and both workers), every byte checked at its target, and requests posted on purpose with the " +
+            "keys of memory just freed. Needs --name. The JSON line has rdmaOps, bytesVerified, wrongBytes, " +
+            "protectionErrors, staleKeyRequests and staleKeyRefusals.")
+    String rdmaPeer;
+
+    @Option(names = "--rdma-seconds", paramLabel = "S", defaultValue = "5",
+        description = "How long --rdma-peer moves data (default: ${DEFAULT-VALUE}).")
+    long rdmaSeconds;
+
+    @Option(names = "--rdma-exchange", paramLabel = "DIR", converter = PathConverter.class,
+        description = "Directory where the two workers of --rdma-peer trade queue pair numbers, addresses and rkeys " +
+            "(default: mrd-rdma-<daemon epoch> in the temporary directory).")
+    Path rdmaExchange;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
     public Integer call() throws JsonProcessingException
     {
+        if (null != rdmaPeer)
+        {
+            return rdma();
+        }
         final WorkerRunner.Plan plan = plan();
         final PrintWriter err = spec.commandLine().getErr();
         final Path dir = dirOption.resolve();
@@ -178,6 +209,62 @@ public final class WorkerCommand implements Callable<Integer>
     }
 
     /**
+     * {@code --rdma-peer}: one side of an {@link RdmaExchange}, its counts as the JSON line.
+     */
+    private int rdma() throws JsonProcessingException
+    {
+        if (null == name)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                "--rdma-peer " + rdmaPeer + " needs --name: the peer finds this worker by it");
+        }
+        requireName("--name", name);
+        requireName("--rdma-peer", rdmaPeer);
+        if (rdmaPeer.equals(name))
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--rdma-peer '" + rdmaPeer +
+                "' is this worker's own --name: name the other worker");
+        }
+        requireRange("--rdma-seconds", rdmaSeconds, 1, MAX_RDMA_SECONDS, Long.toString(MAX_RDMA_SECONDS));
+        final PrintWriter err = spec.commandLine().getErr();
+        try (MrdClient client = MrdClient.attach(new ClientContext().dir(dirOption.resolve()).name(name)))
+        {
+            final Path exchangeDir = null != rdmaExchange ? rdmaExchange :
+                Path.of(System.getProperty("java.io.tmpdir"), "mrd-rdma-" + Long.toHexString(client.epoch()));
+            final RdmaExchange exchange = new RdmaExchange(client, name, err);
+            try
+            {
+                Files.createDirectories(exchangeDir);
+                exchange.connect(exchangeDir, rdmaPeer);
+            }
+            catch (final IOException ex)
+            {
+                throw new MrdException(ErrorCode.EIO, "cannot trade cards with " + rdmaPeer + " in " + exchangeDir +
+                    ": " + ex.getMessage());
+            }
+            exchange.run(TimeUnit.SECONDS.toNanos(rdmaSeconds));
+            final RdmaExchange.Result r = exchange.result();
+            final Map<String, Object> result = new LinkedHashMap<>();
+            result.put("name", name);
+            result.put("peer", rdmaPeer);
+            result.put("rdmaOps", r.wrs());
+            result.put("bytesVerified", r.bytesVerified());
+            result.put("wrongBytes", r.wrongBytes());
+            result.put("protectionErrors", r.protectionErrors());
+            result.put("otherErrors", r.otherErrors());
+            result.put("staleKeyRequests", r.staleKeyRequests());
+            result.put("staleKeyRefusals", r.staleKeyRefusals());
+            result.put("stagingRotations", r.rotations());
+            result.put("seconds", rdmaSeconds);
+            result.put("firstError", r.firstError());
+            final PrintWriter out = spec.commandLine().getOut();
+            out.println(new ObjectMapper().writeValueAsString(result));
+            out.flush();
+            return r.clean() ? 0 : Mrd.EXIT_FAILURE;
+        }
+    }
+
+    /**
      * Part size and buffer size from the options, with the options the threads follow.
      */
     private WorkerRunner.Plan plan()
@@ -196,11 +283,9 @@ public final class WorkerCommand implements Callable<Integer>
         requireAtLeast("--warmup", warmup, 0, "");
         requireRange("--start-at", startAt, 0, System.currentTimeMillis() + MAX_START_DELAY_MS,
             "an hour from now (ms since the epoch; 0: do not wait)");
-        if (null != name && (name.isBlank() ||
-            name.getBytes(StandardCharsets.UTF_8).length > ClientDescriptor.NAME_MAX_LENGTH))
+        if (null != name)
         {
-            throw new CommandLine.ParameterException(commandLine, "--name '" + name + "' must be 1 to " +
-                ClientDescriptor.NAME_MAX_LENGTH + " bytes, not blank (or leave --name out for worker-<pid>)");
+            requireName("--name", name);
         }
         final long partLength = Sizes.alignUp((alloc + PARTS - 1) / PARTS, SEGMENT);
         final long perPart = (buffers + PARTS - 1) / PARTS;
@@ -212,6 +297,19 @@ public final class WorkerCommand implements Callable<Integer>
                 partLength / MIN_BUFFER_LENGTH + " buffers of " + MIN_BUFFER_LENGTH + " bytes each");
         }
         return new WorkerRunner.Plan(partLength, bufferLength, buffers, warmup, verifyEvery, freeEvery, startAt);
+    }
+
+    /**
+     * @throws CommandLine.ParameterException when {@code value} is not a name the daemon's client table holds.
+     */
+    private void requireName(final String option, final String value)
+    {
+        if (value.isBlank() || value.getBytes(StandardCharsets.UTF_8).length > ClientDescriptor.NAME_MAX_LENGTH)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), option + " '" + value + "' must be 1 to " +
+                ClientDescriptor.NAME_MAX_LENGTH + " bytes, not blank" +
+                ("--name".equals(option) ? " (or leave --name out for worker-<pid>)" : ""));
+        }
     }
 
     /**

@@ -175,7 +175,8 @@ public final class MrdDaemon implements AutoCloseable
             // that answers; a client that connects in between finds the version still 0 and waits.
             try
             {
-                daemon.server = MrdServer.start(context, runDirectory, ctl, engine, counters, errorLog, daemon::requestStop);
+                daemon.server = MrdServer.start(context, runDirectory, ctl, engine, registrar, counters, errorLog,
+                    daemon::requestStop);
             }
             catch (final RuntimeException ex)
             {

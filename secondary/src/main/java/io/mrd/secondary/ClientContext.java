@@ -17,7 +17,9 @@ import java.util.Map;
  *   <li>{@code attachTimeoutMs} (waiting for a starting daemon): {@code MRD_ATTACH_TIMEOUT_MS}, else
  *       {@value #DEFAULT_ATTACH_TIMEOUT_MS};</li>
  *   <li>{@code watchdogIntervalMs} (how often the watchdog reads the heartbeat): {@code MRD_WATCHDOG_INTERVAL_MS},
- *       else {@value #DEFAULT_WATCHDOG_INTERVAL_MS}.</li>
+ *       else {@value #DEFAULT_WATCHDOG_INTERVAL_MS};</li>
+ *   <li>{@code ibverbsLibrary} (the libibverbs {@link MrdClient#verbs()} imports the daemon's device with; the
+ *       daemon's, real or emulated): {@code MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_IBVERBS_LIBRARY}.</li>
  * </ul>
  * A value set here wins over the environment. Durations are positive milliseconds.
  */
@@ -26,11 +28,13 @@ public final class ClientContext
     public static final long DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
     public static final long DEFAULT_ATTACH_TIMEOUT_MS = 5_000;
     public static final long DEFAULT_WATCHDOG_INTERVAL_MS = 100;
+    public static final String DEFAULT_IBVERBS_LIBRARY = "libibverbs.so.1";
 
     public static final String MRD_CLIENT_NAME = "MRD_CLIENT_NAME";
     public static final String MRD_REQUEST_TIMEOUT_MS = "MRD_REQUEST_TIMEOUT_MS";
     public static final String MRD_ATTACH_TIMEOUT_MS = "MRD_ATTACH_TIMEOUT_MS";
     public static final String MRD_WATCHDOG_INTERVAL_MS = "MRD_WATCHDOG_INTERVAL_MS";
+    public static final String MRD_IBVERBS_LIBRARY = "MRD_IBVERBS_LIBRARY";
 
     /** A duration nobody set: {@link #conclude()} fills it from the environment or the default. */
     private static final long UNSET = 0;
@@ -40,6 +44,7 @@ public final class ClientContext
     private long requestTimeoutMs = UNSET;
     private long attachTimeoutMs = UNSET;
     private long watchdogIntervalMs = UNSET;
+    private String ibverbsLibrary;
     private Map<String, String> environment;
     private boolean concluded;
 
@@ -103,6 +108,18 @@ public final class ClientContext
         return watchdogIntervalMs;
     }
 
+    /** @param library a path or soname of libibverbs (the daemon's {@code MRD_IBVERBS_LIBRARY}). */
+    public ClientContext ibverbsLibrary(final String library)
+    {
+        this.ibverbsLibrary = library;
+        return this;
+    }
+
+    public String ibverbsLibrary()
+    {
+        return ibverbsLibrary;
+    }
+
     /** @param environment where {@code MRD_*} variables are read from (default: the process's). */
     public ClientContext environment(final Map<String, String> environment)
     {
@@ -134,6 +151,11 @@ public final class ClientContext
             DEFAULT_ATTACH_TIMEOUT_MS);
         watchdogIntervalMs = positive("watchdog interval", watchdogIntervalMs, env, MRD_WATCHDOG_INTERVAL_MS,
             DEFAULT_WATCHDOG_INTERVAL_MS);
+        if (null == ibverbsLibrary || ibverbsLibrary.isBlank())
+        {
+            final String fromEnv = env.get(MRD_IBVERBS_LIBRARY);
+            ibverbsLibrary = null != fromEnv && !fromEnv.isBlank() ? fromEnv.trim() : DEFAULT_IBVERBS_LIBRARY;
+        }
         concluded = true;
         return this;
     }
@@ -174,6 +196,7 @@ public final class ClientContext
     public String toString()
     {
         return "ClientContext{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
-            ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + "}";
+            ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs +
+            ", ibverbsLibrary=" + ibverbsLibrary + "}";
     }
 }

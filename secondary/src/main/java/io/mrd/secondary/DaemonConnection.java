@@ -8,6 +8,7 @@ import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
+import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -32,7 +33,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * <b>Requests</b> are pipelined: each carries a correlation id of its own, a lock serialises frame writes, one
  * reader thread ({@link ReplyReader}) completes the caller waiting for that id, and each waits at most the
  * request timeout. {@link #callWithFd} holds the write lock through the whole {@code SEND_FD} exchange, since
- * the daemon reads the next bytes of the connection as the descriptor's message.
+ * the daemon reads the next bytes of the connection as the descriptor's message. {@link #callForFd} is the
+ * other way: the reply brings a descriptor (IMPORT_PD), which the reader pairs with its frame and which a
+ * caller that gave up never leaks (the reader closes what nobody takes).
  * <p>
  * <b>Failure.</b> Once {@link #fail} was called, with the first reason given, every call in flight and every
  * later call throws a copy of that reason. The connection calls it itself when the stream ends or a write
@@ -80,7 +83,7 @@ public final class DaemonConnection implements AutoCloseable
     private final ReentrantLock writeLock = new ReentrantLock();
     private final MemorySegment sendSegment = Arena.ofAuto().allocate(FrameDescriptor.MAX_FRAME_LENGTH, 64);
     private final UnsafeBuffer sendBuffer = new UnsafeBuffer(sendSegment.address(), FrameDescriptor.MAX_FRAME_LENGTH);
-    private final ConcurrentHashMap<Long, CompletableFuture<Message.Reply>> pending = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, CompletableFuture<Answer>> pending = new ConcurrentHashMap<>();
     private final AtomicLong correlationIds = new AtomicLong();
     private final Object failLock = new Object();
     private final ReplyReader reader;
@@ -89,6 +92,15 @@ public final class DaemonConnection implements AutoCloseable
     private volatile MrdException failure;
     /** Set by {@link #close} once {@link #failure} is: from then on the socket's number may be reused. */
     private volatile boolean closed;
+
+    /**
+     * A reply and the descriptor that came with it ({@code FLAG_FD}), which the caller owns.
+     *
+     * @param fd the descriptor, -1 when none came.
+     */
+    public record Answer(Message.Reply reply, int fd)
+    {
+    }
 
     private DaemonConnection(
         final UnixSocket socket, final String daemon, final Path dir, final long requestTimeoutMs,
@@ -103,7 +115,12 @@ public final class DaemonConnection implements AutoCloseable
         {
             public void onFrame(final Frame frame)
             {
-                dispatch(frame);
+                dispatch(frame, -1);
+            }
+
+            public void onFrameWithFd(final Frame frame, final int fd)
+            {
+                dispatch(frame, fd);
             }
 
             public void onEnd(final String how, final MrdException cause)
@@ -151,8 +168,38 @@ public final class DaemonConnection implements AutoCloseable
      */
     public Message.Reply call(final Message.Request request)
     {
+        final Answer answer = exchange(request);
+        if (answer.fd() >= 0)
+        {
+            Posix.close(answer.fd());
+            throw new MrdException(ErrorCode.EPROTO, "the daemon answered " + describe(request) + " with a file " +
+                "descriptor it does not carry");
+        }
+        return answer.reply();
+    }
+
+    /**
+     * Sends a request whose reply carries a descriptor ({@code IMPORT_PD}) and waits for both.
+     *
+     * @return the reply, its status OK, and the descriptor, which the caller owns.
+     * @throws MrdException the reply's status and the daemon's message; EPROTO when a successful reply came
+     *                      without a descriptor; ETIMEDOUT; the failure once failed.
+     */
+    public Answer callForFd(final Message.Request request)
+    {
+        final Answer answer = exchange(request);
+        if (answer.fd() < 0)
+        {
+            throw new MrdException(ErrorCode.EPROTO, "the daemon answered " + describe(request) + " without the " +
+                "file descriptor it carries: " + answer.reply());
+        }
+        return answer;
+    }
+
+    private Answer exchange(final Message.Request request)
+    {
         final long id = correlationIds.incrementAndGet();
-        final CompletableFuture<Message.Reply> future = expect(id);
+        final CompletableFuture<Answer> future = expect(id);
         writeLock.lock();
         try
         {
@@ -162,13 +209,22 @@ public final class DaemonConnection implements AutoCloseable
         {
             writeLock.unlock();
         }
-        final Message.Reply reply = await(id, future, request, false);
-        checkStatus(reply);
-        if (reply.type() != request.type())
+        final Answer answer = await(id, future, request, false);
+        try
         {
-            throw new MrdException(ErrorCode.EPROTO, "the daemon answered " + describe(request) + " with " + reply);
+            checkStatus(answer.reply());
+            if (answer.reply().type() != request.type())
+            {
+                throw new MrdException(ErrorCode.EPROTO, "the daemon answered " + describe(request) + " with " +
+                    answer.reply());
+            }
         }
-        return reply;
+        catch (final MrdException ex)
+        {
+            closeFd(answer);
+            throw ex;
+        }
+        return answer;
     }
 
     /**
@@ -185,9 +241,9 @@ public final class DaemonConnection implements AutoCloseable
         try
         {
             final long id = correlationIds.incrementAndGet();
-            final CompletableFuture<Message.Reply> sendFd = expect(id);
+            final CompletableFuture<Answer> sendFd = expect(id);
             send(id, FrameDescriptor.FLAG_FD, request);
-            final Message.Reply first = await(id, sendFd, request, true);
+            final Message.Reply first = withoutFd(await(id, sendFd, request, true));
             if (first.type() != MessageType.SEND_FD)
             {
                 throw first.status() != ErrorCode.OK ? new MrdException(first.status(), first.message()) :
@@ -195,7 +251,7 @@ public final class DaemonConnection implements AutoCloseable
                     " before asking for the descriptor");
             }
             checkStatus(first);
-            final CompletableFuture<Message.Reply> done = expect(id);
+            final CompletableFuture<Answer> done = expect(id);
             try
             {
                 socket.sendFd(fd, (byte)0);
@@ -206,7 +262,7 @@ public final class DaemonConnection implements AutoCloseable
                 throw lost("is unreachable: sending fd " + fd + " for " + describe(request) + " failed (" +
                     ex.oneLine() + ")", ex);
             }
-            final Message.Reply last = await(id, done, request, true);
+            final Message.Reply last = withoutFd(await(id, done, request, true));
             checkStatus(last);
             return last;
         }
@@ -234,7 +290,7 @@ public final class DaemonConnection implements AutoCloseable
         }
         for (final Long id : pending.keySet())
         {
-            final CompletableFuture<Message.Reply> future = pending.remove(id);
+            final CompletableFuture<Answer> future = pending.remove(id);
             if (null != future)
             {
                 future.completeExceptionally(reason);
@@ -294,6 +350,9 @@ public final class DaemonConnection implements AutoCloseable
                 Access.describe(m.access()) + ")";
             case Message.DeregExternal m -> "DEREG_EXTERNAL(" + Sizes.hex(m.address()) + ")";
             case Message.Stop m -> "STOP";
+            case Message.ImportPd m -> "IMPORT_PD";
+            case Message.Queues m -> "QUEUES(" + (m.operation() == Message.Queues.ADD ? "add " : "remove ") +
+                (m.kind() == Message.Queues.CQ ? "CQ " : "QP ") + Integer.toUnsignedString(m.handle()) + ")";
         };
     }
 
@@ -314,29 +373,42 @@ public final class DaemonConnection implements AutoCloseable
         return copy(failure);
     }
 
-    private void dispatch(final Frame frame)
+    private void dispatch(final Frame frame, final int fd)
     {
         listener.onReply(frame);
-        final CompletableFuture<Message.Reply> future = pending.remove(frame.correlationId());
-        if (null != future)
+        final CompletableFuture<Answer> future = pending.remove(frame.correlationId());
+        final Answer answer = new Answer((Message.Reply)frame.message(), fd);
+        if (null == future || !future.complete(answer))
         {
-            future.complete((Message.Reply)frame.message());
-        }
-        else
-        {
+            // the caller gave up (timed out, interrupted) or the connection failed: nobody takes the descriptor
+            closeFd(answer);
             LOG.debug("reply to correlation id {} that nobody waits for (timed out?): {}", frame.correlationId(),
                 frame.message());
         }
     }
 
-    private CompletableFuture<Message.Reply> expect(final long id)
+    private static void closeFd(final Answer answer)
+    {
+        if (answer.fd() >= 0)
+        {
+            Posix.close(answer.fd());
+        }
+    }
+
+    private static Message.Reply withoutFd(final Answer answer)
+    {
+        closeFd(answer);
+        return answer.reply();
+    }
+
+    private CompletableFuture<Answer> expect(final long id)
     {
         MrdException reason = failure;
         if (null != reason)
         {
             throw copy(reason);
         }
-        final CompletableFuture<Message.Reply> future = new CompletableFuture<>();
+        final CompletableFuture<Answer> future = new CompletableFuture<>();
         pending.put(id, future);
         // fail() publishes the reason before it fails what is pending: either it saw this entry or we see it.
         reason = failure;
@@ -372,9 +444,14 @@ public final class DaemonConnection implements AutoCloseable
         }
     }
 
-    private Message.Reply await(
+    /**
+     * Waits for the answer. A caller that gives up (timeout, interrupt) first completes the future itself, so an
+     * answer that arrives at that moment is either taken here or closed by the reader, never lost with its
+     * descriptor.
+     */
+    private Answer await(
         final long id,
-        final CompletableFuture<Message.Reply> future,
+        final CompletableFuture<Answer> future,
         final Message.Request request,
         final boolean midExchange)
     {
@@ -389,6 +466,10 @@ public final class DaemonConnection implements AutoCloseable
                 " got no reply within " + requestTimeoutMs + " ms from " + daemon + ": it may be overloaded or " +
                 "stuck; see " + dir.resolve("mrd.log") + " or raise the request timeout (" +
                 ClientContext.MRD_REQUEST_TIMEOUT_MS + ")");
+            if (!future.completeExceptionally(timeout) && !future.isCompletedExceptionally())
+            {
+                return future.join();
+            }
             if (midExchange)
             {
                 // The daemon may still be waiting for the descriptor: the stream is in an unknown state.
@@ -405,7 +486,13 @@ public final class DaemonConnection implements AutoCloseable
         {
             pending.remove(id);
             Thread.currentThread().interrupt();
-            throw new MrdException(ErrorCode.EIO, "interrupted while waiting for the reply to " + describe(request));
+            final MrdException interrupted = new MrdException(ErrorCode.EIO, "interrupted while waiting for the " +
+                "reply to " + describe(request));
+            if (!future.completeExceptionally(interrupted) && !future.isCompletedExceptionally())
+            {
+                closeFd(future.join());
+            }
+            throw interrupted;
         }
     }
 

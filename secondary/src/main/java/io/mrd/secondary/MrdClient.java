@@ -12,6 +12,7 @@ import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.layout.sys.UnixSocket;
+import io.mrd.secondary.verbs.Verbs;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,8 +54,8 @@ import java.util.concurrent.locks.LockSupport;
  * client of the same daemon in one process fails with EEXIST. In the daemon's own process (tests) the
  * client reserves and maps nothing: the daemon's mappings are already there.
  * <p>
- * Thread-safe, except that {@link #close()} must come after every thread stopped using the client's caches
- * and memory: it unmaps them.
+ * Thread-safe, except that {@link #close()} must come after every thread stopped using the client's caches,
+ * memory and {@link #verbs() queues}: it destroys and unmaps them.
  */
 public final class MrdClient implements AutoCloseable
 {
@@ -70,6 +71,8 @@ public final class MrdClient implements AutoCloseable
     private final DaemonConnection connection;
     private final AddressSpace space;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Object verbsLock = new Object();
+    private Verbs verbs;
     private int clientId;
 
     private MrdClient(
@@ -347,6 +350,42 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
+     * Imports the daemon's RDMA device and protection domain into this process, on first use
+     * ({@code IMPORT_PD}: the daemon's command fd by {@code SCM_RIGHTS}, {@code ibv_import_device},
+     * {@code ibv_import_pd}), with {@link ClientContext#ibverbsLibrary()}. Queue pairs created there post with
+     * the lkeys this client's caches return; each queue is reported to the daemon, which destroys it if this
+     * process dies first. Closed by {@link #close()}.
+     *
+     * @throws MrdException EOPNOTSUPP when the daemon runs {@code --provider soft}; ENOENT/ENOSYS when the
+     *                      library is missing or older than rdma-core 32; the import's errno.
+     */
+    public Verbs verbs()
+    {
+        synchronized (verbsLock)
+        {
+            watch.ensureAlive();
+            if (null == verbs)
+            {
+                final DaemonConnection.Answer answer = connection.callForFd(new Message.ImportPd());
+                if (!(answer.reply() instanceof Message.PdImported imported))
+                {
+                    Posix.close(answer.fd());
+                    throw new MrdException(ErrorCode.EPROTO, "the daemon answered IMPORT_PD with " + answer.reply());
+                }
+                verbs = Verbs.importDevice(context.ibverbsLibrary(), answer.fd(), imported.pdHandle(),
+                    imported.device(), (operation, kind, handle) ->
+                    {
+                        watch.ensureAlive();
+                        connection.call(new Message.Queues(operation, kind, handle));
+                    });
+                LOG.debug("imported {} (PD handle {}) from {}", imported.device(), imported.pdHandle(),
+                    watch.daemon());
+            }
+            return verbs;
+        }
+    }
+
+    /**
      * Detaches: stops the watchdog, closes the connection (the daemon then frees everything this client
      * allocated or registered) and fails what was in flight, unmaps the reservations and the control file.
      * Idempotent. Call it only after every thread stopped using this client's caches and memory.
@@ -356,6 +395,14 @@ public final class MrdClient implements AutoCloseable
         if (!closed.compareAndSet(false, true))
         {
             return;
+        }
+        synchronized (verbsLock)
+        {
+            // before the connection: the daemon hears of each queue's end, and nothing posts to them any more
+            if (null != verbs)
+            {
+                verbs.close();
+            }
         }
         final MrdException reason = watch.close();
         connection.close(reason);

@@ -6,7 +6,7 @@
  *   <li>{@link io.mrd.secondary.ClientContext}: every client setting, its default and its {@code MRD_*}
  *       variable;</li>
  *   <li>{@link io.mrd.secondary.DaemonConnection} and {@link io.mrd.secondary.ReplyReader}: the socket to the
- *       daemon, correlation ids, pending replies, timeouts, the fd exchange;</li>
+ *       daemon, correlation ids, pending replies, timeouts, the fd exchanges (REG_EXTERNAL's out, IMPORT_PD's in);</li>
  *   <li>{@link io.mrd.secondary.DaemonWatch}: whether the daemon is still there, and why not;</li>
  *   <li>{@link io.mrd.secondary.AddressSpace}: reservations, same-address mappings, the allocation table;</li>
  *   <li>{@link io.mrd.secondary.MrCache} and {@link io.mrd.secondary.MrSource}: the per-queue lookup, after
@@ -14,6 +14,7 @@
  * </ul>
  * What belongs here: what a client process does and nothing the daemon needs. Rules both sides apply (the
  * liveness rule, the whole-buffer rule, the table search, the libc bindings) live in {@code shared-layout} and
- * are called from here, never copied. A verbs datapath gets a package of its own.
+ * are called from here, never copied. The verbs datapath (queues in the daemon's imported PD, posting, polling)
+has a package of its own, {@code io.mrd.secondary.verbs}; {@code MrdClient.verbs()} is its door.
  */
 package io.mrd.secondary;

@@ -266,6 +266,10 @@ final class FakeDaemon implements AutoCloseable
                 reply(channel, id, new Message.Status(MessageType.DEREG_EXTERNAL, ErrorCode.OK, ""));
             }
             case Message.Stop stop -> reply(channel, id, new Message.Status(MessageType.STOP, ErrorCode.OK, ""));
+            case Message.ImportPd importPd -> reply(channel, id, new Message.Status(MessageType.IMPORT_PD,
+                ErrorCode.EOPNOTSUPP, "the fake daemon has no device"));
+            case Message.Queues queues -> reply(channel, id, new Message.Status(MessageType.QUEUES,
+                ErrorCode.EOPNOTSUPP, "the fake daemon has no device"));
         }
     }
 

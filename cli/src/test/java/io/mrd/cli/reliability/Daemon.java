@@ -51,10 +51,19 @@ final class Daemon implements AutoCloseable
      */
     static Daemon start(final Path dir, final List<String> jvmFlags, final String... args)
     {
+        return start(dir, Map.of(), jvmFlags, args);
+    }
+
+    /**
+     * @param env the daemon's extra environment (e.g. {@code MRD_IBVERBS_LIBRARY} for the emulated device).
+     */
+    static Daemon start(final Path dir, final Map<String, String> env, final List<String> jvmFlags,
+        final String... args)
+    {
         final List<String> command = new ArrayList<>(List.of("start", "--foreground", "--dir", dir.toString(),
             "--huge-dir", "none"));
         command.addAll(List.of(args));
-        final ChildJvm child = ChildJvm.start("mrd-daemon", Mrd.class.getName(), command, Map.of(), jvmFlags);
+        final ChildJvm child = ChildJvm.start("mrd-daemon", Mrd.class.getName(), command, env, jvmFlags);
         try
         {
             child.awaitLine(line -> line.startsWith("mrd started:"), START_TIMEOUT);

@@ -203,7 +203,7 @@ final class FuzzTest
                 false, "expected HELLO version " + FrameDescriptor.PROTOCOL_VERSION + ", got version " + version));
         }
         cases.add(new Case("CREATE_MR before HELLO", create, false, "as the first request"));
-        for (final int type : new int[]{0, 8, 9, 0x42, 0x7FFF})
+        for (final int type : new int[]{0, 8, 11, 0x42, 0x7FFF})
         {
             cases.add(new Case("type " + type, withType(create, type), true, "unknown request type " + type));
         }

@@ -57,6 +57,15 @@ final class LiveDaemon implements AutoCloseable
      */
     static LiveDaemon start(final String name, final long baseVirtaddr, final String... options)
     {
+        return start(name, baseVirtaddr, Map.of(), options);
+    }
+
+    /**
+     * @param env the daemon's extra environment (e.g. {@code MRD_IBVERBS_LIBRARY} for the emulated device).
+     */
+    static LiveDaemon start(
+        final String name, final long baseVirtaddr, final Map<String, String> env, final String... options)
+    {
         final LiveDaemon live;
         try
         {
@@ -76,7 +85,7 @@ final class LiveDaemon implements AutoCloseable
         args.addAll(List.of(options));
         try
         {
-            live.daemon = ChildJvm.start("mrd-daemon-" + name, Mrd.class.getName(), args, Map.of(), List.of());
+            live.daemon = ChildJvm.start("mrd-daemon-" + name, Mrd.class.getName(), args, env, List.of());
             live.daemon.awaitLine(line -> line.startsWith("mrd started:"), TIMEOUT);
             return live;
         }

@@ -117,6 +117,7 @@ public final class IbverbsRegistrar implements Registrar
     private final MethodHandle closeDevice;
     private final MemorySegment context;
     private final MemorySegment pd;
+    private final SharedDevice sharedDevice;
     private final FaultInjection faults;
     private final PinnedBytes pinned;
     /** Live registrations by {@code struct ibv_mr *}: refuses a second deregistration instead of a double free. */
@@ -174,6 +175,7 @@ public final class IbverbsRegistrar implements Registrar
                     "--provider soft");
             }
             pd = newPd;
+            sharedDevice = new SharedDevice(deviceName, library, lookup, context, pd);
         }
         catch (final Throwable t)
         {
@@ -308,6 +310,14 @@ public final class IbverbsRegistrar implements Registrar
     }
 
     /**
+     * @return the device and PD as secondaries import them.
+     */
+    public Optional<SharedDevice> sharedDevice()
+    {
+        return Optional.of(sharedDevice);
+    }
+
+    /**
      * @return live registrations.
      */
     public int liveCount()
@@ -325,6 +335,7 @@ public final class IbverbsRegistrar implements Registrar
             return;
         }
         closed = true;
+        sharedDevice.close();
         if (!live.isEmpty())
         {
             LOG.warn("ibverbs provider closed with {} registrations live on {}; deregistering them", live.size(),

@@ -3,6 +3,8 @@ package io.mrd.primary.provider;
 import io.mrd.layout.Access;
 import io.mrd.layout.MrdException;
 
+import java.util.Optional;
+
 /**
  * The registration provider SPI: what turns a range of memory into keys a NIC
  * accepts. One instance per daemon, owned by the MR engine.
@@ -41,6 +43,15 @@ public interface Registrar extends AutoCloseable
      * @return bytes currently pinned by live registrations.
      */
     long pinnedBytes();
+
+    /**
+     * @return the device and protection domain secondaries import to post with this provider's keys
+     * ({@code IMPORT_PD}); empty for a provider without a device ({@code soft}).
+     */
+    default Optional<SharedDevice> sharedDevice()
+    {
+        return Optional.empty();
+    }
 
     /**
      * Releases the provider (protection domain, device). Registrations still live are the caller's bug.

@@ -81,6 +81,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
     private ScheduledFuture<?> helloTimer;
     private PendingFd pendingFd;
     private final FdOutcome fdOutcome = new FdOutcome();
+    private final PdImport pdImport;
 
     /**
      * A request's work on a worker.
@@ -99,6 +100,12 @@ final class ClientSession extends ChannelInboundHandlerAdapter
     {
         this.server = server;
         this.channel = channel;
+        this.pdImport = new PdImport(server, channel, this::reply, why ->
+        {
+            server.refusals().refused(describe() + ": " + why);
+            closing = true;
+            channel.close();
+        });
     }
 
     int clientId()
@@ -246,6 +253,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 }
             }
             case Message.Stop stop -> stop(correlationId);
+            case Message.ImportPd importPd -> pdImport.answer(correlationId);
             case Message.Request request ->
             {
                 final int id = clientId;
@@ -536,6 +544,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         closing = true;
         cancelTimers();
         pendingFd = null;
+        pdImport.close();
         if (clientId != 0 && inFlight.get() == 0)
         {
             startReclaim();

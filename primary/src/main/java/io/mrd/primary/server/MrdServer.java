@@ -14,6 +14,7 @@ import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.RunDirectory;
 import io.mrd.primary.external.ExternalMemory;
 import io.mrd.primary.mr.MrEngine;
+import io.mrd.primary.provider.Registrar;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
@@ -99,6 +100,7 @@ public final class MrdServer implements AutoCloseable
         final RunDirectory runDirectory,
         final ControlFile controlFile,
         final MrEngine engine,
+        final Registrar registrar,
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop,
@@ -112,7 +114,7 @@ public final class MrdServer implements AutoCloseable
         this.peerPolicy = new PeerPolicy(Posix.getuid(), context.allowGids());
         this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
         this.external = external;
-        this.handler = new RequestHandler(engine, external);
+        this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
@@ -128,8 +130,10 @@ public final class MrdServer implements AutoCloseable
     /**
      * Reserves the external window, binds {@code DIR/mrd.sock} (mode 0660) and starts accepting.
      *
-     * @param onStop what a permitted STOP runs once its reply is written; it must not close the daemon on the
-     *               calling thread (an event-loop or worker thread that {@link #close()} waits for).
+     * @param registrar the provider, whose device (if it has one) secondaries import (IMPORT_PD) and whose
+     *                  queues a gone client left are destroyed through.
+     * @param onStop    what a permitted STOP runs once its reply is written; it must not close the daemon on the
+     *                  calling thread (an event-loop or worker thread that {@link #close()} waits for).
      * @throws MrdException when the socket cannot be bound or the window reserved, saying why.
      */
     public static MrdServer start(
@@ -137,6 +141,7 @@ public final class MrdServer implements AutoCloseable
         final RunDirectory runDirectory,
         final ControlFile controlFile,
         final MrEngine engine,
+        final Registrar registrar,
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop)
@@ -157,7 +162,8 @@ public final class MrdServer implements AutoCloseable
         final MrdServer server;
         try
         {
-            server = new MrdServer(context, runDirectory, controlFile, engine, counters, errorLog, onStop, external);
+            server = new MrdServer(context, runDirectory, controlFile, engine, registrar, counters, errorLog, onStop,
+                external);
         }
         catch (final RuntimeException ex)
         {
@@ -260,6 +266,14 @@ public final class MrdServer implements AutoCloseable
         return external.bytesInUse();
     }
 
+    /**
+     * @return queues (CQs, QPs) clients reported in the shared device and still hold.
+     */
+    public int reportedQueues()
+    {
+        return handler.reportedQueues();
+    }
+
     PeerPolicy peerPolicy()
     {
         return peerPolicy;
@@ -315,8 +329,16 @@ public final class MrdServer implements AutoCloseable
      */
     ByteBuf encode(final Channel channel, final long correlationId, final Message.Reply reply)
     {
+        return encode(channel, correlationId, 0, reply);
+    }
+
+    /**
+     * Encodes a reply with frame flags ({@code FLAG_FD}). Any thread.
+     */
+    ByteBuf encode(final Channel channel, final long correlationId, final int flags, final Message.Reply reply)
+    {
         final UnsafeBuffer scratch = SCRATCH.get();
-        final int length = FrameCodec.encode(scratch, 0, correlationId, 0, reply);
+        final int length = FrameCodec.encode(scratch, 0, correlationId, flags, reply);
         final ByteBuf buf = channel.alloc().buffer(length);
         buf.writeBytes(scratch.byteArray(), 0, length);
         return buf;

@@ -12,8 +12,13 @@ import io.mrd.primary.external.ExternalMemory;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.mr.MrEngine;
+import io.mrd.primary.provider.SharedDevice;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What each request does, on a worker thread: the checks of its fields, the call to the engine or to external
@@ -25,13 +30,42 @@ import java.util.List;
  */
 final class RequestHandler
 {
+    private static final Logger LOG = LoggerFactory.getLogger(RequestHandler.class);
+
     private final MrEngine engine;
     private final ExternalMemory external;
+    private final String provider;
+    private final Optional<SharedDevice> device;
+    private final QueueOwners queues = new QueueOwners();
+    /** The log says once per daemon that gone clients' queues cannot be destroyed. */
+    private final AtomicBoolean toldQueuesOutlive = new AtomicBoolean();
 
-    RequestHandler(final MrEngine engine, final ExternalMemory external)
+    RequestHandler(
+        final MrEngine engine, final ExternalMemory external, final String provider, final Optional<SharedDevice> device)
     {
         this.engine = engine;
         this.external = external;
+        this.provider = provider;
+        this.device = device;
+    }
+
+    /**
+     * @return the device secondaries import, or EOPNOTSUPP naming the provider that has one.
+     */
+    SharedDevice sharedDevice(final String request)
+    {
+        return device.orElseThrow(() -> new MrdException(ErrorCode.EOPNOTSUPP, request + " needs the daemon's " +
+            "RDMA device, and this daemon runs --provider " + provider + ", which has none: start it with " +
+            "--provider ibverbs (on a host without an RDMA NIC, with MRD_IBVERBS_LIBRARY pointing at the " +
+            "emulated device, emulator/target/libmrdemu.so)"));
+    }
+
+    /**
+     * @return queues clients reported and still hold.
+     */
+    int reportedQueues()
+    {
+        return queues.size();
     }
 
     /**
@@ -53,6 +87,13 @@ final class RequestHandler
                 external.deregister(m.address(), clientId);
                 yield new Message.Status(MessageType.DEREG_EXTERNAL, ErrorCode.OK, "");
             }
+            case Message.Queues m ->
+            {
+                sharedDevice("QUEUES");
+                queues.apply(clientId, m);
+                yield new Message.Status(MessageType.QUEUES, ErrorCode.OK, "");
+            }
+            case Message.ImportPd m -> throw new IllegalArgumentException("IMPORT_PD is answered by the session");
             case Message.Hello m -> throw new IllegalArgumentException("HELLO is answered by the session");
             case Message.Stop m -> throw new IllegalArgumentException("STOP is answered by the session");
             case Message.RegExternal m -> throw new IllegalArgumentException("REG_EXTERNAL needs its fd");
@@ -114,19 +155,59 @@ final class RequestHandler
     }
 
     /**
-     * Frees everything a gone client owned: allocations (as memory free events), external registrations and
+     * Frees everything a gone client owned: the queues it reported (first, so that no work of its own still
+     * runs on the memory that goes next), allocations (as memory free events), external registrations and
      * their mappings.
      *
      * @return what was freed, for the log.
      */
     String reclaim(final int clientId)
     {
+        final String queuesGone = destroyQueues(clientId);
         final List<FreedRange> freed = engine.reclaim(clientId);
         final ExternalMemory.Reclaimed externals = external.reclaim(clientId);
         final long bytes = freed.stream().mapToLong(FreedRange::length).sum();
-        return freed.isEmpty() && externals.registrations() == 0 ? "freed nothing" :
+        return (freed.isEmpty() && externals.registrations() == 0 ? "freed nothing" :
             "freed " + Sizes.format(bytes) + " in " + freed.size() + " range" + (freed.size() == 1 ? "" : "s") +
             " and " + externals.registrations() + " external registration" +
-            (externals.registrations() == 1 ? "" : "s") + " (" + Sizes.format(externals.bytes()) + ")";
+            (externals.registrations() == 1 ? "" : "s") + " (" + Sizes.format(externals.bytes()) + ")") + queuesGone;
+    }
+
+    /**
+     * Destroys, by handle, the queues a gone client reported and did not destroy; no lock is held meanwhile. A
+     * handle the device refuses is logged and skipped: the daemon never fails for what a client reported.
+     *
+     * @return what became of them, for the log ("" when it reported none).
+     */
+    private String destroyQueues(final int clientId)
+    {
+        final List<QueueOwners.Queue> left = queues.release(clientId);
+        if (left.isEmpty() || device.isEmpty())
+        {
+            return "";
+        }
+        final SharedDevice shared = device.get();
+        if (!shared.destroysByHandle())
+        {
+            if (toldQueuesOutlive.compareAndSet(false, true))
+            {
+                LOG.warn("{}", shared.whyQueuesOutliveTheirClient().orElseThrow());
+            }
+            return "; " + left.size() + " queue" + (left.size() == 1 ? "" : "s") + " left live in the device";
+        }
+        int destroyed = 0;
+        for (final QueueOwners.Queue queue : left)
+        {
+            try
+            {
+                shared.destroyQueue(queue.kind(), queue.handle());
+                destroyed++;
+            }
+            catch (final MrdException ex)
+            {
+                LOG.warn("client {}'s {}: {}", clientId, queue.describe(), ex.oneLine());
+            }
+        }
+        return "; destroyed " + destroyed + " of its " + left.size() + " queue" + (left.size() == 1 ? "" : "s");
     }
 }

@@ -77,6 +77,16 @@ public final class FrameCodec
             case Message.Stop m ->
             {
             }
+            case Message.ImportPd m ->
+            {
+            }
+            case Message.Queues m ->
+            {
+                buffer.putInt(at, m.operation(), ORDER);
+                buffer.putInt(at + SIZE_OF_INT, m.kind(), ORDER);
+                buffer.putInt(at + 2 * SIZE_OF_INT, m.handle(), ORDER);
+                at += 3 * SIZE_OF_INT;
+            }
             case Message.Reply r -> at = encodeReply(buffer, at, r);
         }
         final int length = at - offset;
@@ -113,6 +123,11 @@ public final class FrameCodec
                     m.access());
                 case Message.ExternalRegistered m -> at = putInts(buffer,
                     putLongs(buffer, at, m.address(), m.length()), m.lkey(), m.rkey(), m.access());
+                case Message.PdImported m ->
+                {
+                    buffer.putInt(at, m.pdHandle(), ORDER);
+                    at = putString(buffer, at + SIZE_OF_INT, m.device(), MAX_MESSAGE_LENGTH);
+                }
                 case Message.Status s ->
                 {
                 }
@@ -144,6 +159,8 @@ public final class FrameCodec
             case REG_EXTERNAL -> new Message.RegExternal(c.i64(), c.i32());
             case DEREG_EXTERNAL -> new Message.DeregExternal(c.i64());
             case STOP -> new Message.Stop();
+            case IMPORT_PD -> new Message.ImportPd();
+            case QUEUES -> new Message.Queues(c.i32(), c.i32(), c.i32());
             case SEND_FD, ERROR -> throw protocol("unknown request type " + c.rawType);
         };
         c.end();
@@ -212,7 +229,13 @@ public final class FrameCodec
                     yield new Message.ExternalRegistered(
                         status, c.string(MAX_MESSAGE_LENGTH), address, len, lkey, rkey, access);
                 }
-                case FREE, DEREG_EXTERNAL, STOP, SEND_FD, ERROR ->
+                case IMPORT_PD ->
+                {
+                    final int pdHandle = c.i32();
+                    final String device = c.string(MAX_MESSAGE_LENGTH);
+                    yield new Message.PdImported(status, c.string(MAX_MESSAGE_LENGTH), pdHandle, device);
+                }
+                case FREE, DEREG_EXTERNAL, STOP, SEND_FD, QUEUES, ERROR ->
                     new Message.Status(type, status, c.string(MAX_MESSAGE_LENGTH));
             };
         }

@@ -47,7 +47,10 @@ public final class FrameDescriptor
     /** Longest name in HELLO, in bytes. */
     public static final int MAX_NAME_LENGTH = 32;
 
-    /** Flag: a file descriptor travels with this request (REG_EXTERNAL). */
+    /**
+     * Flag: a file descriptor travels with this frame: after a REG_EXTERNAL request, as the one byte the
+     * client sends when the daemon answers SEND_FD; with an IMPORT_PD reply, attached to the frame's own bytes.
+     */
     public static final int FLAG_FD = 1;
 
     /**

@@ -85,6 +85,41 @@ public sealed interface Message
         }
     }
 
+    /**
+     * {@code IMPORT_PD}: the daemon's protection domain, to import with {@code ibv_import_device} and
+     * {@code ibv_import_pd} (an ibverbs provider only).
+     */
+    record ImportPd() implements Request
+    {
+        public MessageType type()
+        {
+            return MessageType.IMPORT_PD;
+        }
+    }
+
+    /**
+     * {@code QUEUES(operation, kind, handle)}: this client created ({@link #ADD}) or destroyed ({@link #REMOVE})
+     * the completion queue ({@link #CQ}) or queue pair ({@link #QP}) with this {@code ibv_cq.handle} or
+     * {@code ibv_qp.handle} in the imported device. The daemon destroys what was added and not removed when the
+     * client's connection ends.
+     */
+    record Queues(int operation, int kind, int handle) implements Request
+    {
+        /** Operation: the queue was created. */
+        public static final int ADD = 1;
+        /** Operation: the queue was destroyed by its creator. */
+        public static final int REMOVE = 2;
+        /** Kind: a completion queue; the value {@code mrdemu_destroy_by_handle} takes. */
+        public static final int CQ = 1;
+        /** Kind: a queue pair; the value {@code mrdemu_destroy_by_handle} takes. */
+        public static final int QP = 2;
+
+        public MessageType type()
+        {
+            return MessageType.QUEUES;
+        }
+    }
+
     /** A reply: the status, the message a person can act on, and the fields of a successful reply. */
     sealed interface Reply extends Message
     {
@@ -140,7 +175,20 @@ public sealed interface Message
     }
 
     /**
-     * A reply with nothing but a status: to FREE, DEREG_EXTERNAL, STOP, SEND_FD, and {@link MessageType#ERROR}
+     * Reply to IMPORT_PD: the PD's {@code ibv_pd.handle} and the device's name. Its frame has {@code FLAG_FD}:
+     * a descriptor of the device's command file ({@code ibv_context.cmd_fd}) travels by {@code SCM_RIGHTS}
+     * with the frame's own bytes.
+     */
+    record PdImported(ErrorCode status, String message, int pdHandle, String device) implements Reply
+    {
+        public MessageType type()
+        {
+            return MessageType.IMPORT_PD;
+        }
+    }
+
+    /**
+     * A reply with nothing but a status: to FREE, DEREG_EXTERNAL, STOP, SEND_FD, QUEUES, and {@link MessageType#ERROR}
      * or any failed request.
      */
     record Status(MessageType type, ErrorCode status, String message) implements Reply

@@ -15,12 +15,19 @@ public enum MessageType
     STOP(7),
     /** The primary asks for the fd of a REG_EXTERNAL: the next thing the client sends is the fd. */
     SEND_FD(8),
+    /**
+     * A secondary asks for the daemon's device: the reply carries the PD handle and, by {@code SCM_RIGHTS} with
+     * the reply frame's own bytes ({@code FLAG_FD}), a descriptor of the device's command file.
+     */
+    IMPORT_PD(9),
+    /** A secondary reports a completion queue or queue pair it created or destroyed in the imported device. */
+    QUEUES(10),
     ERROR(0x7FFF);
 
     /** Set in the type of every reply. */
     public static final int REPLY_BIT = 0x8000;
 
-    private static final MessageType[] BY_CODE = new MessageType[9];
+    private static final MessageType[] BY_CODE = new MessageType[11];
 
     static
     {

@@ -81,6 +81,7 @@ public final class Posix
     private static final MethodHandle FCNTL = bind("fcntl",
         FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final int F_GETFD = 1;
+    private static final int F_DUPFD_CLOEXEC = 1030;
 
     /** RLIMIT_MEMLOCK's resource number on Linux. */
     public static final int RLIMIT_MEMLOCK = 8;
@@ -226,6 +227,21 @@ public final class Posix
     public static boolean isOpen(final int fd)
     {
         return fd >= 0 && callInt(FCNTL, fd, F_GETFD, 0) != -1;
+    }
+
+    /**
+     * {@code fcntl(F_DUPFD_CLOEXEC)}: a new descriptor of the same open file, close-on-exec set.
+     *
+     * @throws MrdException with the errno (EBADF when {@code fd} is not open, EMFILE at the descriptor limit).
+     */
+    public static int dupCloexec(final int fd)
+    {
+        final int copy = callInt(FCNTL, fd, F_DUPFD_CLOEXEC, 0);
+        if (copy < 0)
+        {
+            throw failure(errno(), "fcntl(fd " + fd + ", F_DUPFD_CLOEXEC)");
+        }
+        return copy;
     }
 
     public static void ftruncate(final int fd, final long length)

@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.function.IntConsumer;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -25,8 +26,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * serialised by the caller. {@link #shutdown()} wakes a thread blocked in {@link #read}; {@link #close()} must
  * come after that thread has left, so that the descriptor number is never reused under it.
  * <p>
- * The static {@link #receive} and {@link #peerGroups} serve a descriptor this class did not open (the daemon's
- * Netty channels): the daemon reads a REG_EXTERNAL's descriptor and the peer's groups through them.
+ * The static {@link #receive}, {@link #sendWithFd} and {@link #peerGroups} serve a descriptor this class did not
+ * open (the daemon's Netty channels): the daemon reads a REG_EXTERNAL's descriptor, sends IMPORT_PD's and reads
+ * the peer's groups through them.
  * <p>
  * Every failure is an {@link MrdException} naming the call and the errno as name and text, as
  * {@link Posix} reports them. Layouts are those of LP64 Linux (x86-64 and arm64 agree).
@@ -334,6 +336,81 @@ public final class UnixSocket implements AutoCloseable
     }
 
     /**
+     * Reads like {@link #read}, handing over the descriptors that came with the bytes ({@code SCM_RIGHTS},
+     * close-on-exec set; the receiver owns them). The kernel ends a read right after the first bytes of a
+     * message that carried descriptors, so they came with bytes of this read's last message.
+     *
+     * @return bytes read, 0 at end of stream.
+     */
+    public int read(final MemorySegment target, final long offset, final int maxLength, final IntConsumer fds)
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
+            iov.set(ADDRESS, 0, target.asSlice(offset, maxLength));
+            iov.set(JAVA_LONG, 8, (long)maxLength);
+            final MemorySegment control = arena.allocate(RECEIVE_CONTROL_LENGTH, 8);
+            final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
+            while (true)
+            {
+                msg.fill((byte)0);
+                msg.set(ADDRESS, MSG_IOV, iov);
+                msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
+                msg.set(ADDRESS, MSG_CONTROL, control);
+                msg.set(JAVA_LONG, MSG_CONTROLLEN, RECEIVE_CONTROL_LENGTH);
+                final long n = (long)RECVMSG.invokeExact(Libc.callState(), fd, msg, MSG_CMSG_CLOEXEC);
+                if (n >= 0)
+                {
+                    forEachFd(control, Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH), fds);
+                    return (int)n;
+                }
+                if (Libc.errno() != EINTR)
+                {
+                    throw Posix.failure(Libc.errno(), "recvmsg(" + peer + ")");
+                }
+            }
+        }
+        catch (final Throwable t)
+        {
+            throw Libc.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code sendmsg} of {@code length} bytes with {@code fdToSend} attached ({@code SCM_RIGHTS}), once,
+     * without blocking ({@code MSG_DONTWAIT}), on any connected stream socket: the daemon answers IMPORT_PD
+     * on its Netty channel with it. The descriptor travels with the first byte sent.
+     *
+     * @return bytes sent (possibly fewer than {@code length}: the rest must follow without a descriptor), or
+     * the negated errno ({@code -EAGAIN} when the socket's buffer is full; nothing was sent then).
+     */
+    public static long sendWithFd(final int socketFd, final MemorySegment data, final long length, final int fdToSend)
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
+            iov.set(ADDRESS, 0, data);
+            iov.set(JAVA_LONG, 8, length);
+            final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
+            control.set(JAVA_LONG, 0, CMSG_LEN_ONE_FD);
+            control.set(JAVA_INT, CMSG_LEVEL, SOL_SOCKET);
+            control.set(JAVA_INT, CMSG_TYPE, SCM_RIGHTS);
+            control.set(JAVA_INT, CMSG_DATA, fdToSend);
+            final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
+            msg.set(ADDRESS, MSG_IOV, iov);
+            msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
+            msg.set(ADDRESS, MSG_CONTROL, control);
+            msg.set(JAVA_LONG, MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+            final long n = (long)SENDMSG.invokeExact(Libc.callState(), socketFd, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+            return n >= 0 ? n : -Libc.errno();
+        }
+        catch (final Throwable t)
+        {
+            throw Libc.rethrow(t);
+        }
+    }
+
+    /**
      * What one {@code recvmsg} of one byte gave.
      *
      * @param bytes     bytes received: 1, 0 at end of stream, -1 when the call failed.
@@ -375,32 +452,40 @@ public final class UnixSocket implements AutoCloseable
                 return new Receipt(-1, new int[0], false, Libc.errno());
             }
             final int[] fds = new int[(int)((RECEIVE_CONTROL_LENGTH - CMSG_DATA) / Integer.BYTES)];
-            int count = 0;
-            final long controlLength = Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH);
-            long at = 0;
-            while (at + CMSG_DATA <= controlLength)
-            {
-                final long length = control.get(JAVA_LONG, at);
-                if (length < CMSG_DATA || at + length > controlLength)
-                {
-                    break;
-                }
-                if (control.get(JAVA_INT, at + CMSG_LEVEL) == SOL_SOCKET &&
-                    control.get(JAVA_INT, at + CMSG_TYPE) == SCM_RIGHTS)
-                {
-                    for (long p = at + CMSG_DATA; p + Integer.BYTES <= at + length; p += Integer.BYTES)
-                    {
-                        fds[count++] = control.get(JAVA_INT, p);
-                    }
-                }
-                at += (length + 7) & ~7L;
-            }
+            final int[] count = new int[1];
+            forEachFd(control, Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH),
+                received -> fds[count[0]++] = received);
             final boolean truncated = (msg.get(JAVA_INT, MSG_FLAGS) & MSG_CTRUNC) != 0;
-            return new Receipt(n, Arrays.copyOf(fds, count), truncated, 0);
+            return new Receipt(n, Arrays.copyOf(fds, count[0]), truncated, 0);
         }
         catch (final Throwable t)
         {
             throw Libc.rethrow(t);
+        }
+    }
+
+    /**
+     * Hands every descriptor of the {@code SCM_RIGHTS} messages in {@code control} to {@code fds}.
+     */
+    private static void forEachFd(final MemorySegment control, final long controlLength, final IntConsumer fds)
+    {
+        long at = 0;
+        while (at + CMSG_DATA <= controlLength)
+        {
+            final long length = control.get(JAVA_LONG, at);
+            if (length < CMSG_DATA || at + length > controlLength)
+            {
+                break;
+            }
+            if (control.get(JAVA_INT, at + CMSG_LEVEL) == SOL_SOCKET &&
+                control.get(JAVA_INT, at + CMSG_TYPE) == SCM_RIGHTS)
+            {
+                for (long p = at + CMSG_DATA; p + Integer.BYTES <= at + length; p += Integer.BYTES)
+                {
+                    fds.accept(control.get(JAVA_INT, p));
+                }
+            }
+            at += (length + 7) & ~7L;
         }
     }
 

@@ -36,7 +36,7 @@ class FrameCodecPropertyTest
 {
     /** Reply types a successful Status may carry: those whose success has no fields. */
     private static final List<MessageType> STATUS_OK_TYPES = List.of(MessageType.FREE, MessageType.DEREG_EXTERNAL,
-        MessageType.STOP, MessageType.SEND_FD, MessageType.ERROR);
+        MessageType.STOP, MessageType.SEND_FD, MessageType.QUEUES, MessageType.ERROR);
 
     // ---------------------------------------------------------------------------------------------------------
     // Any input
@@ -56,11 +56,11 @@ class FrameCodecPropertyTest
     @Property(tries = 3000)
     void anyPayloadBehindAPlausibleHeaderIsAFrameOrAProtocolError(
         @ForAll @Size(min = 16, max = 300) final byte[] bytes,
-        @ForAll @IntRange(min = 0, max = 12) final int typeChoice,
+        @ForAll @IntRange(min = 0, max = 14) final int typeChoice,
         @ForAll final boolean reply,
         @ForAll final boolean fd)
     {
-        final int type = typeChoice < 9 ? typeChoice : new int[]{0x7FFF, 0x42, 0xFFFF, 0x8008}[typeChoice - 9];
+        final int type = typeChoice < 11 ? typeChoice : new int[]{0x7FFF, 0x42, 0xFFFF, 0x8008}[typeChoice - 11];
         ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN)
             .putInt(FrameDescriptor.LENGTH_OFFSET, bytes.length)
             .putShort(FrameDescriptor.TYPE_OFFSET, (short)(reply ? type | MessageType.REPLY_BIT : type))
@@ -147,6 +147,9 @@ class FrameCodecPropertyTest
             new Message.RegExternal(1L << 20, Access.REMOTE_WRITE),
             new Message.DeregExternal(0x1100_0000_0000L),
             new Message.Stop(),
+            new Message.ImportPd(),
+            new Message.Queues(Message.Queues.ADD, Message.Queues.QP, 0x2A),
+            new Message.PdImported(ErrorCode.OK, "", 0x11, "mrdemu0"),
             new Message.Welcome(ErrorCode.OK, "", 7, 0x1234_5678_9ABC_DEF0L, 1, "/dev/shm/mrd-0/mrd.ctl"),
             new Message.MrCreated(ErrorCode.OK, "", 0x1000_0000_0000L, 0x1000_0040_0000L, 0x100, 0x100,
                 Access.LOCAL_WRITE | Access.REMOTE_READ),
@@ -327,6 +330,10 @@ class FrameCodecPropertyTest
             Combinators.combine(longs, ints).as(Message.RegExternal::new),
             longs.map(Message.DeregExternal::new),
             Arbitraries.just(new Message.Stop()),
+            Arbitraries.just(new Message.ImportPd()),
+            Combinators.combine(ints, ints, ints).as(Message.Queues::new),
+            Combinators.combine(message, ints, text(FrameDescriptor.MAX_MESSAGE_LENGTH))
+                .as((m, handle, device) -> new Message.PdImported(ErrorCode.OK, m, handle, device)),
             Combinators.combine(message, ints, longs, ints, text(FrameDescriptor.MAX_MESSAGE_LENGTH))
                 .as((m, id, epoch, version, path) -> new Message.Welcome(ErrorCode.OK, m, id, epoch, version, path)),
             Combinators.combine(message, longs, longs, ints, ints, ints)

@@ -161,4 +161,64 @@ final class UnixSocketTest
             pair[1].close();
         }
     }
+
+    /**
+     * What IMPORT_PD relies on: a descriptor attached to a message's bytes arrives with a read that holds bytes
+     * of that message, never with a later one, and bytes before and after it are read as usual.
+     */
+    @Test
+    void aDescriptorSentWithBytesArrivesWithTheReadOfThoseBytes() throws Exception
+    {
+        final UnixSocket[] pair = UnixSocket.pair();
+        final int memfd = Posix.memfdCreate("unixsocket-test", Posix.MFD_CLOEXEC);
+        final java.util.List<Integer> fds = new java.util.ArrayList<>();
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment before = arena.allocateFrom("before|", StandardCharsets.US_ASCII);
+            final MemorySegment carried = arena.allocateFrom("carried|", StandardCharsets.US_ASCII);
+            final MemorySegment after = arena.allocateFrom("after", StandardCharsets.US_ASCII);
+            pair[0].writeFully(before, 0, 7);
+            assertEquals(8, UnixSocket.sendWithFd(pair[0].fd(), carried, 8, memfd));
+            pair[0].writeFully(after, 0, 5);
+
+            final MemorySegment in = arena.allocate(64);
+            final int first = pair[1].read(in, 0, 64, fds::add);
+            assertEquals("before|carried|", new String(in.asSlice(0, first).toArray(JAVA_BYTE),
+                StandardCharsets.US_ASCII), "the read ends with the bytes that carried the descriptor");
+            assertEquals(1, fds.size());
+            assertNotEquals(memfd, (int)fds.get(0));
+            final int second = pair[1].read(in, 0, 64, fds::add);
+            assertEquals("after", new String(in.asSlice(0, second).toArray(JAVA_BYTE), StandardCharsets.US_ASCII));
+            assertEquals(1, fds.size(), "no descriptor with later bytes");
+
+            pair[1].close();
+            assertEquals(-ErrorCode.EPIPE.errno(), UnixSocket.sendWithFd(pair[0].fd(), carried, 8, memfd),
+                "a failure is the negated errno, not an exception");
+        }
+        finally
+        {
+            fds.forEach(Posix::close);
+            Posix.close(memfd);
+            pair[0].close();
+            pair[1].close();
+        }
+    }
+
+    @Test
+    void dupCloexecOpensASecondDescriptorOfTheSameFile()
+    {
+        final int memfd = Posix.memfdCreate("dup-test", Posix.MFD_CLOEXEC);
+        final int copy = Posix.dupCloexec(memfd);
+        try
+        {
+            assertNotEquals(memfd, copy);
+            assertTrue(Posix.isOpen(copy));
+            assertEquals(ErrorCode.EBADF, assertThrows(MrdException.class, () -> Posix.dupCloexec(-1)).code());
+        }
+        finally
+        {
+            Posix.close(copy);
+            Posix.close(memfd);
+        }
+    }
 }

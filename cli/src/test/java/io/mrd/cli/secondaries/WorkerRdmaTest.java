@@ -1,0 +1,91 @@
+package io.mrd.cli.secondaries;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.cli.Mrd;
+import io.mrd.testing.ChildJvm;
+import io.mrd.testing.EmulatedDevice;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code mrd worker --rdma-peer}, the RDMA step of {@code mrd demo}: two workers against a daemon on the emulated
+ * device RDMA-write into each other's buffers and print rdmaOps, bytesVerified, wrongBytes, protectionErrors and
+ * staleKeyRefusals in their JSON line; against a soft daemon the option fails naming the provider to use.
+ */
+final class WorkerRdmaTest
+{
+    private static final long BASE_VIRTADDR = 0x2BC0_0000_0000L;
+
+    @TempDir
+    Path exchange;
+
+    private LiveDaemon daemon;
+
+    @AfterEach
+    void stopDaemon()
+    {
+        if (null != daemon)
+        {
+            daemon.close();
+        }
+    }
+
+    @Test
+    void twoWorkersRdmaWriteIntoEachOthersBuffersAndSayWhatTheyChecked() throws Exception
+    {
+        final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, EmulatedDevice.library().toString());
+        daemon = LiveDaemon.start("worker-rdma", BASE_VIRTADDR, env, "--max-memory", "128MiB", "--provider", "ibverbs");
+        final List<ChildJvm> workers = new ArrayList<>();
+        try
+        {
+            for (final String[] pair : new String[][]{{"a", "b"}, {"b", "a"}})
+            {
+                workers.add(ChildJvm.start("worker-" + pair[0], Mrd.class.getName(), List.of("worker", "--dir",
+                    daemon.dir().toString(), "--alloc", "2MiB", "--name", pair[0], "--rdma-peer", pair[1],
+                    "--rdma-seconds", "2", "--rdma-exchange", exchange.toString()), env, List.of()));
+            }
+            for (final ChildJvm worker : workers)
+            {
+                assertEquals(0, worker.awaitExit(LiveDaemon.TIMEOUT), worker::output);
+                final List<String> lines = worker.lines();
+                final JsonNode result = new ObjectMapper().readTree(lines.getLast());
+                System.out.println("FIGURE worker-rdma " + lines.getLast());
+                assertTrue(result.path("rdmaOps").asLong() > 1000, lines.getLast());
+                assertTrue(result.path("bytesVerified").asLong() > 0, lines.getLast());
+                assertEquals(0, result.path("wrongBytes").asLong(), lines.getLast());
+                assertEquals(0, result.path("protectionErrors").asLong(), lines.getLast());
+                assertTrue(result.path("staleKeyRequests").asLong() > 0, lines.getLast());
+                assertEquals(result.path("staleKeyRequests").asLong(), result.path("staleKeyRefusals").asLong(),
+                    lines.getLast());
+            }
+        }
+        finally
+        {
+            workers.forEach(ChildJvm::close);
+        }
+    }
+
+    @Test
+    void aSoftDaemonHasNoDeviceToShare()
+    {
+        daemon = LiveDaemon.start("worker-rdma-soft", BASE_VIRTADDR + 0x10_0000_0000L, "--max-memory", "64MiB");
+        try (ChildJvm worker = ChildJvm.start("worker-soft", Mrd.class.getName(), List.of("worker", "--dir",
+            daemon.dir().toString(), "--alloc", "2MiB", "--name", "a", "--rdma-peer", "b", "--rdma-exchange",
+            exchange.toString()), Map.of(), List.of()))
+        {
+            assertEquals(1, worker.awaitExit(LiveDaemon.TIMEOUT), worker::output);
+            assertTrue(worker.output().contains("IMPORT_PD needs the daemon's RDMA device, and this daemon runs " +
+                "--provider soft, which has none: start it with --provider ibverbs"), worker.output());
+        }
+    }
+}

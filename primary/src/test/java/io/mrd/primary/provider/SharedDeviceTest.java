@@ -1,0 +1,167 @@
+package io.mrd.primary.provider;
+
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.secondary.verbs.CompletionQueue;
+import io.mrd.secondary.verbs.QpCaps;
+import io.mrd.secondary.verbs.QueuePair;
+import io.mrd.secondary.verbs.QueueReporter;
+import io.mrd.secondary.verbs.Verbs;
+import io.mrd.testing.EmulatedDevice;
+import io.mrd.testing.LiveObjects;
+import io.mrd.testing.VerbsHeader;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * What IMPORT_PD shares and how a gone client's queues are destroyed: on the emulated device (a secondary's
+ * import in this process stands for another process's), and with a library that lacks the destroy by handle
+ * (a real libibverbs), whose context is faked; and the offsets read from {@code struct ibv_context} and
+ * {@code struct ibv_pd}, against the installed header.
+ */
+final class SharedDeviceTest
+{
+    @TempDir
+    Path buildDir;
+
+    @Test
+    void readsCmdFdAndPdHandleAtTheInstalledHeadersOffsets() throws Exception
+    {
+        final Map<String, Long> c = VerbsHeader.evaluate(buildDir, List.of(
+            "offsetof(struct ibv_context, ops)",
+            "sizeof(struct ibv_context_ops)",
+            "offsetof(struct ibv_context, cmd_fd)",
+            "offsetof(struct ibv_context, async_fd)",
+            "offsetof(struct ibv_context, num_comp_vectors)",
+            "offsetof(struct ibv_pd, handle)",
+            "sizeof(struct ibv_pd)"));
+        final var context = SharedDevice.IBV_CONTEXT_HEAD;
+        assertEquals(c.get("offsetof(struct ibv_context, ops)"), context.byteOffset(groupElement("ops")));
+        assertEquals(c.get("sizeof(struct ibv_context_ops)"), context.select(groupElement("ops")).byteSize());
+        for (final String field : List.of("cmd_fd", "async_fd", "num_comp_vectors"))
+        {
+            assertEquals(c.get("offsetof(struct ibv_context, " + field + ")"), context.byteOffset(groupElement(field)),
+                "offsetof(struct ibv_context, " + field + ")");
+        }
+        assertEquals(c.get("offsetof(struct ibv_pd, handle)"), SharedDevice.IBV_PD.byteOffset(groupElement("handle")));
+        assertEquals(c.get("sizeof(struct ibv_pd)"), SharedDevice.IBV_PD.byteSize());
+    }
+
+    @Test
+    void aDuplicateOfTheCommandFileAndThePdHandleImportTheDaemonsDeviceAndPd() throws Exception
+    {
+        final Path library = EmulatedDevice.library();
+        final IbverbsRegistrar ibverbs = new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(library));
+        final SharedDevice device = ibverbs.sharedDevice().orElseThrow();
+        try
+        {
+            assertEquals(EmulatedDevice.DEVICE_NAME, device.deviceName());
+            final int copy = device.duplicateCommandFd();
+            assertNotEquals(device.commandFd(), copy);
+            assertEquals("/memfd:mrdemu0", Files.readSymbolicLink(Path.of("/proc/self/fd/" + copy)).toString()
+                .replace(" (deleted)", ""), "a descriptor of the context's command file");
+            // ibv_import_pd refuses a handle that names no live PD of the device: the import is the proof
+            try (Verbs verbs = Verbs.importDevice(library.toString(), copy, device.pdHandle(), device.deviceName(),
+                QueueReporter.NONE))
+            {
+                assertEquals(device.pdHandle(), verbs.pdHandle());
+            }
+        }
+        finally
+        {
+            ibverbs.close();
+        }
+        final MrdException closed = assertThrows(MrdException.class, device::duplicateCommandFd);
+        assertEquals(ErrorCode.EBADF, closed.code());
+        assertTrue(closed.getMessage().contains("the daemon is stopping"), closed.getMessage());
+    }
+
+    @Test
+    void destroysByHandleTheQueuesAnotherContextCreatedAndNamesAHandleTheDeviceRefuses()
+    {
+        final Path library = EmulatedDevice.library();
+        final IbverbsRegistrar ibverbs = new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(library));
+        try
+        {
+            final SharedDevice device = ibverbs.sharedDevice().orElseThrow();
+            assertTrue(device.destroysByHandle());
+            assertTrue(device.whyQueuesOutliveTheirClient().isEmpty());
+            try (Verbs verbs = Verbs.importDevice(library.toString(), device.duplicateCommandFd(), device.pdHandle(),
+                device.deviceName(), QueueReporter.NONE))
+            {
+                final LiveObjects before = LiveObjects.of(library, verbs.context());
+                final CompletionQueue cq = verbs.createCq(16);
+                final QueuePair qp = verbs.createRcQp(cq, cq, QpCaps.of(8, 2));
+                assertEquals(new LiveObjects(before.pds(), before.mrs(), before.cqs() + 1, before.qps() + 1),
+                    LiveObjects.of(library, verbs.context()));
+
+                assertEquals(ErrorCode.EBUSY, assertThrows(MrdException.class,
+                    () -> device.destroyQueue(SharedDevice.CQ, cq.handle())).code(), "a QP still uses the CQ");
+                device.destroyQueue(SharedDevice.QP, qp.handle());
+                device.destroyQueue(SharedDevice.CQ, cq.handle());
+                assertEquals(before, LiveObjects.of(library, verbs.context()));
+
+                final MrdException refused = assertThrows(MrdException.class,
+                    () -> device.destroyQueue(SharedDevice.QP, qp.handle()));
+                assertEquals(ErrorCode.EINVAL, refused.code());
+                assertEquals("EINVAL: mrdemu_destroy_by_handle(QP handle " + Integer.toUnsignedString(qp.handle()) +
+                    ") on mrdemu0 failed: EINVAL: Invalid argument", refused.oneLine());
+            }
+        }
+        finally
+        {
+            ibverbs.close();
+        }
+    }
+
+    @Test
+    void withoutTheExtensionTheQueuesOfAGoneClientAreSaidToLiveUntilTheDaemonRestarts()
+    {
+        final int memfd = Posix.memfdCreate("fake-cmd", Posix.MFD_CLOEXEC);
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment context = arena.allocate(SharedDevice.IBV_CONTEXT_HEAD);
+            context.set(JAVA_INT, SharedDevice.IBV_CONTEXT_HEAD.byteOffset(groupElement("cmd_fd")), memfd);
+            final MemorySegment pd = arena.allocate(SharedDevice.IBV_PD);
+            pd.set(JAVA_INT, SharedDevice.IBV_PD.byteOffset(groupElement("handle")), 9);
+            final SharedDevice device = new SharedDevice("mlx5_0", "libibverbs.so.1", name -> Optional.empty(),
+                context, pd);
+            assertEquals(9, device.pdHandle());
+            assertEquals(memfd, device.commandFd());
+            Posix.close(device.duplicateCommandFd());
+            assertFalse(device.destroysByHandle(), "libibverbs has no destroy by handle");
+            assertEquals("libibverbs.so.1 has no mrdemu_destroy_by_handle (libibverbs cannot destroy another " +
+                "process's queue on a shared context): the queues of a secondary that ends without destroying them " +
+                "live until the daemon restarts", device.whyQueuesOutliveTheirClient().orElseThrow());
+            assertEquals(ErrorCode.EOPNOTSUPP,
+                assertThrows(MrdException.class, () -> device.destroyQueue(SharedDevice.QP, 1)).code());
+
+            context.set(JAVA_INT, SharedDevice.IBV_CONTEXT_HEAD.byteOffset(groupElement("cmd_fd")), -1);
+            final MrdException noFile = assertThrows(MrdException.class, () -> new SharedDevice("mlx5_0",
+                "libibverbs.so.1", name -> Optional.empty(), context, pd).duplicateCommandFd());
+            assertEquals(ErrorCode.EOPNOTSUPP, noFile.code());
+            assertTrue(noFile.getMessage().contains("has no command file (cmd_fd -1) to share"), noFile.getMessage());
+        }
+        finally
+        {
+            Posix.close(memfd);
+        }
+    }
+}
