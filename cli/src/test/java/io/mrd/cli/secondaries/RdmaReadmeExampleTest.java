@@ -5,7 +5,6 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
 import io.mrd.testing.EmulatedDevice;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -63,9 +62,6 @@ final class RdmaReadmeExampleTest
     {
         final Path root = ProjectRoot.path();
         final List<String> readme = Files.readAllLines(root.resolve("README.md"), StandardCharsets.UTF_8);
-        // Until the README carries the example's markers there is nothing to compare.
-        Assumptions.assumeTrue(readme.stream().anyMatch(l -> l.strip().equals(README_BEGIN)),
-            "README.md has no " + README_BEGIN + " section yet");
         final List<String> code = ReadmeExampleTest.between(Files.readAllLines(root.resolve(SOURCE),
             StandardCharsets.UTF_8), ReadmeExampleTest.BEGIN, ReadmeExampleTest.END, SOURCE);
         final List<String> block = ReadmeExampleTest.between(readme, README_BEGIN, ReadmeExampleTest.README_END,
