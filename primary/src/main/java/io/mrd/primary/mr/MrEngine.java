@@ -21,6 +21,7 @@ import org.slf4j.LoggerFactory;
 
 import java.util.BitSet;
 import java.util.List;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
@@ -58,6 +59,9 @@ public final class MrEngine implements AutoCloseable
     private final boolean extendToContiguousChunk;
     private final long segmentSize;
     private final Lock cacheLock = new ReentrantLock();
+    private final Condition collectionsDone = cacheLock.newCondition();
+    /** Detached MRs taken off the list by some thread and not yet deregistered (guarded by the cache lock). */
+    private int collectionsInFlight;
     private final MrTable table;
     private final GlobalCacheWriter cache;
     private final ExternalMrs externals;
@@ -341,19 +345,13 @@ public final class MrEngine implements AutoCloseable
         return externals.register(address, length, owner, Access.granted(access, "REG_EXTERNAL"));
     }
 
-    /**
-     * Deregisters the external MR that starts at {@code address}.
-     *
-     * @see ExternalMrs#deregister
-     */
+    /** Deregisters the external MR that starts at {@code address} ({@link ExternalMrs#deregister}). */
     public void deregisterExternal(final long address, final int owner)
     {
         externals.deregister(address, owner);
     }
 
-    /**
-     * @return the start addresses of the ACTIVE external MRs owned by {@code owner} (to reclaim a dead client's).
-     */
+    /** @return the start addresses of the ACTIVE external MRs {@code owner} has (to reclaim a gone client's). */
     public List<Long> externalsOwnedBy(final int owner)
     {
         return externals.ownedBy(owner);
@@ -430,6 +428,10 @@ public final class MrEngine implements AutoCloseable
     private void releaseFreed(final List<FreedRange> ranges)
     {
         garbageCollect();
+        // Another thread's garbage collection may have taken an MR this event detached and still be
+        // deregistering it: the pages stay mapped until it is done, or a NIC's DMA could land in memory the
+        // daemon no longer maps (or has mapped again for someone else).
+        awaitCollections();
         ranges.forEach(memory::release);
         counters.set(MrdCounter.BYTES_ALLOCATED, memory.bytesAllocated());
     }
@@ -446,6 +448,7 @@ public final class MrEngine implements AutoCloseable
         try
         {
             collect = table.takeDetached();
+            collectionsInFlight += collect.size();
         }
         finally
         {
@@ -483,6 +486,10 @@ public final class MrEngine implements AutoCloseable
             counters.set(MrdCounter.BYTES_PINNED, registrar.pinnedBytes());
             counters.add(MrdCounter.BYTES_REGISTERED, -registration.length());
             cache.write(() -> table.clearRecord(slot));
+            if (--collectionsInFlight == 0)
+            {
+                collectionsDone.signalAll();
+            }
         }
         finally
         {
@@ -490,6 +497,23 @@ public final class MrEngine implements AutoCloseable
         }
         table.release(slot);
         counters.increment(MrdCounter.MRS_DEREGISTERED);
+    }
+
+    /** Waits, the cache lock released by the condition, until no taken detached MR is still registered. */
+    private void awaitCollections()
+    {
+        cacheLock.lock();
+        try
+        {
+            while (collectionsInFlight > 0)
+            {
+                collectionsDone.awaitUninterruptibly();
+            }
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
     }
 
     /**

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -123,6 +124,76 @@ class MemoryEventTest
             assertEquals(0, f.counter(MrdCounter.MRS_ACTIVE));
             assertTrue(f.cacheEntries().isEmpty());
             f.checkInvariants();
+        }
+    }
+
+    @Test
+    void aFreeReleasesItsPagesOnlyAfterAnotherThreadsCollectionOfItsMrIsDone() throws Exception
+    {
+        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        {
+            final Allocation a = f.engine.allocate(2 * SEG, 1);
+            final int lkey = f.engine.createMr(a.address(), 1).lkey;
+            final java.util.concurrent.CountDownLatch inDeregister = new java.util.concurrent.CountDownLatch(1);
+            final java.util.concurrent.CountDownLatch letGo = new java.util.concurrent.CountDownLatch(1);
+            final List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+            f.registrar.beforeDeregister = registration ->
+            {
+                if (registration.lkey() == lkey)
+                {
+                    inDeregister.countDown();
+                    awaitQuietly(letGo);
+                    order.add("deregistered");
+                }
+            };
+            // After the engine's own listener detached the MR, and before the freeing thread collects it, a
+            // second thread's garbage collection takes it and is slow to deregister it.
+            final CompletableFuture<Void> otherCollection = new CompletableFuture<>();
+            f.memory.addEventListener(ranges ->
+            {
+                if (!otherCollection.isDone())
+                {
+                    // Own threads, not the common pool: on two cores it has one thread, which the free holds.
+                    Thread.ofPlatform().name("other-collection").start(() ->
+                    {
+                        f.engine.garbageCollect();
+                        otherCollection.complete(null);
+                    });
+                    awaitQuietly(inDeregister);
+                }
+            });
+            final CompletableFuture<FreedRange> free = new CompletableFuture<>();
+            Thread.ofPlatform().name("freeing").start(() ->
+            {
+                final FreedRange range = f.engine.freeMemory(a.address(), a.length(), 1);
+                order.add("free returned");
+                free.complete(range);
+            });
+            assertTrue(inDeregister.await(30, TimeUnit.SECONDS), "the other thread reached the deregistration");
+            // Without the wait in the free, it returns (its pages released) while the MR is still registered.
+            assertThrows(java.util.concurrent.TimeoutException.class, () -> free.get(2, TimeUnit.SECONDS),
+                "the free returned while another thread was still deregistering its MR: " + order);
+            letGo.countDown();
+            free.get(30, TimeUnit.SECONDS);
+            otherCollection.get(30, TimeUnit.SECONDS);
+            assertEquals(List.of("deregistered", "free returned"), order);
+            f.checkInvariants();
+        }
+    }
+
+    private static void awaitQuietly(final java.util.concurrent.CountDownLatch latch)
+    {
+        try
+        {
+            if (!latch.await(30, TimeUnit.SECONDS))
+            {
+                throw new IllegalStateException("latch not released within 30 s");
+            }
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(ex);
         }
     }
 
