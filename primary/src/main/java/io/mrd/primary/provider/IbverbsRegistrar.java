@@ -3,6 +3,7 @@ package io.mrd.primary.provider;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.LoadedLibrary;
 import io.mrd.layout.sys.Sizes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,11 +14,8 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
-import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -94,8 +92,6 @@ public final class IbverbsRegistrar implements Registrar
     static final int DEVICE_NAME_MAX = 64;
 
     private static final Logger LOG = LoggerFactory.getLogger(IbverbsRegistrar.class);
-    private static final Linker LINKER = Linker.nativeLinker();
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
     private static final ThreadLocal<MemorySegment> CALL_STATE =
@@ -142,7 +138,9 @@ public final class IbverbsRegistrar implements Registrar
         MethodHandle close = null;
         try
         {
-            final SymbolLookup lookup = load(library, libraryArena);
+            final LoadedLibrary lookup = LoadedLibrary.open(library, libraryArena,
+                "install rdma-core/libibverbs1 or use --provider soft",
+                "point " + ProviderConfig.LIBRARY_ENV + " at libibverbs.so.1, or use --provider soft");
             final MethodHandle getDeviceList =
                 bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
             final MethodHandle freeDeviceList =
@@ -154,9 +152,8 @@ public final class IbverbsRegistrar implements Registrar
             final MethodHandle allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
             deallocPd = bind(lookup, "ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
             regMr = bind(lookup, "ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
-            regMrIova2 = lookup.find("ibv_reg_mr_iova2").map(symbol -> LINKER.downcallHandle(symbol,
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT), CAPTURE_ERRNO))
-                .orElse(null);
+            regMrIova2 = lookup.bindOptional("ibv_reg_mr_iova2",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT)).orElse(null);
             deregMr = bind(lookup, "ibv_dereg_mr", FunctionDescriptor.of(JAVA_INT, ADDRESS));
             closeDevice = close;
 
@@ -175,7 +172,7 @@ public final class IbverbsRegistrar implements Registrar
                     "--provider soft");
             }
             pd = newPd;
-            sharedDevice = new SharedDevice(deviceName, library, lookup, context, pd);
+            sharedDevice = new SharedDevice(deviceName, library, lookup::find, context, pd);
         }
         catch (final Throwable t)
         {
@@ -383,32 +380,11 @@ public final class IbverbsRegistrar implements Registrar
             Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
     }
 
-    private static SymbolLookup load(final String library, final Arena arena)
+    private static MethodHandle bind(final LoadedLibrary lookup, final String symbol,
+        final FunctionDescriptor descriptor)
     {
-        final boolean isPath = library.indexOf('/') >= 0;
-        try
-        {
-            return isPath ? SymbolLookup.libraryLookup(Path.of(library), arena) :
-                SymbolLookup.libraryLookup(library, arena);
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            if (isPath && Files.exists(Path.of(library)))
-            {
-                throw new MrdException(ErrorCode.ENOENT, library + " exists but cannot be loaded as a shared " +
-                    "library: point " + ProviderConfig.LIBRARY_ENV + " at libibverbs.so.1, or use --provider soft");
-            }
-            throw new MrdException(ErrorCode.ENOENT, library +
-                " not found: install rdma-core/libibverbs1 or use --provider soft");
-        }
-    }
-
-    private MethodHandle bind(final SymbolLookup lookup, final String symbol, final FunctionDescriptor descriptor)
-    {
-        final MemorySegment address = lookup.find(symbol).orElseThrow(() -> new MrdException(ErrorCode.ENOSYS,
-            library + " has no " + symbol + ": it is not libibverbs, or too old; install rdma-core's libibverbs1 " +
-            "or use --provider soft"));
-        return LINKER.downcallHandle(address, descriptor, CAPTURE_ERRNO);
+        return lookup.bind(symbol, descriptor, "it is not libibverbs, or too old; install rdma-core's libibverbs1 " +
+            "or use --provider soft");
     }
 
     /**

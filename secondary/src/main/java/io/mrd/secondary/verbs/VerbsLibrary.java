@@ -1,18 +1,15 @@
 package io.mrd.secondary.verbs;
 
-import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.LoadedLibrary;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
-import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -34,7 +31,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 final class VerbsLibrary
 {
     private static final Linker LINKER = Linker.nativeLinker();
-    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
     private static final ThreadLocal<MemorySegment> CALL_STATE =
@@ -54,7 +50,7 @@ final class VerbsLibrary
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.critical(false));
 
     final String library;
-    private final SymbolLookup lookup;
+    private final LoadedLibrary lookup;
     final MethodHandle importDevice;
     final MethodHandle importPd;
     final MethodHandle unimportPd;
@@ -67,7 +63,7 @@ final class VerbsLibrary
     /** The exported {@code ibv_query_port}, filling the older, shorter struct (a prefix of ibv_port_attr). */
     final MethodHandle queryPort;
 
-    private VerbsLibrary(final String library, final SymbolLookup lookup)
+    private VerbsLibrary(final String library, final LoadedLibrary lookup)
     {
         this.library = library;
         this.lookup = lookup;
@@ -98,7 +94,11 @@ final class VerbsLibrary
         }
         synchronized (LOADED)
         {
-            return LOADED.computeIfAbsent(library, name -> new VerbsLibrary(name, lookup(name)));
+            // global: queues of this process may use the library until it exits
+            final String remedy = "point MRD_IBVERBS_LIBRARY at the libibverbs.so.1 the daemon uses (or at the " +
+                "emulated device, emulator/target/libmrdemu.so), or install rdma-core's libibverbs1";
+            return LOADED.computeIfAbsent(library, name ->
+                new VerbsLibrary(name, LoadedLibrary.open(name, Arena.global(), remedy, remedy)));
         }
     }
 
@@ -138,29 +138,9 @@ final class VerbsLibrary
         };
     }
 
-    private static SymbolLookup lookup(final String library)
+    private MethodHandle bind(final LoadedLibrary lookup, final String symbol, final FunctionDescriptor descriptor)
     {
-        final boolean isPath = library.indexOf('/') >= 0;
-        try
-        {
-            // global: queues of this process may use the library until it exits
-            return isPath ? SymbolLookup.libraryLookup(Path.of(library), Arena.global()) :
-                SymbolLookup.libraryLookup(library, Arena.global());
-        }
-        catch (final IllegalArgumentException ex)
-        {
-            throw new MrdException(ErrorCode.ENOENT, (isPath && Files.exists(Path.of(library)) ?
-                library + " exists but cannot be loaded as a shared library" : library + " not found") +
-                ": point MRD_IBVERBS_LIBRARY at the libibverbs.so.1 the daemon uses (or at the emulated device, " +
-                "emulator/target/libmrdemu.so), or install rdma-core's libibverbs1");
-        }
-    }
-
-    private MethodHandle bind(final SymbolLookup lookup, final String symbol, final FunctionDescriptor descriptor)
-    {
-        final MemorySegment address = lookup.find(symbol).orElseThrow(() -> new MrdException(ErrorCode.ENOSYS,
-            library + " has no " + symbol + ": importing the daemon's device needs rdma-core 32 or newer " +
-            "(and Linux 5.11 or newer for a real device's cmd_fd)"));
-        return LINKER.downcallHandle(address, descriptor, CAPTURE_ERRNO);
+        return lookup.bind(symbol, descriptor, "importing the daemon's device needs rdma-core 32 or newer " +
+            "(and Linux 5.11 or newer for a real device's cmd_fd)");
     }
 }
