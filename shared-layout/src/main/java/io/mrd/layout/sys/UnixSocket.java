@@ -272,11 +272,7 @@ public final class UnixSocket implements AutoCloseable
             final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
             iov.set(ADDRESS, 0, data);
             iov.set(JAVA_LONG, 8, 1L);
-            final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
-            control.set(JAVA_LONG, 0, CMSG_LEN_ONE_FD);
-            control.set(JAVA_INT, CMSG_LEVEL, SOL_SOCKET);
-            control.set(JAVA_INT, CMSG_TYPE, SCM_RIGHTS);
-            control.set(JAVA_INT, CMSG_DATA, fdToSend);
+            final MemorySegment control = rightsOf(arena, fdToSend);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
             msg.set(ADDRESS, MSG_NAME, MemorySegment.NULL);
             msg.set(JAVA_INT, MSG_NAMELEN, 0);
@@ -391,11 +387,7 @@ public final class UnixSocket implements AutoCloseable
             final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
             iov.set(ADDRESS, 0, data);
             iov.set(JAVA_LONG, 8, length);
-            final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
-            control.set(JAVA_LONG, 0, CMSG_LEN_ONE_FD);
-            control.set(JAVA_INT, CMSG_LEVEL, SOL_SOCKET);
-            control.set(JAVA_INT, CMSG_TYPE, SCM_RIGHTS);
-            control.set(JAVA_INT, CMSG_DATA, fdToSend);
+            final MemorySegment control = rightsOf(arena, fdToSend);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
             msg.set(ADDRESS, MSG_IOV, iov);
             msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
@@ -594,5 +586,16 @@ public final class UnixSocket implements AutoCloseable
         {
             throw Libc.rethrow(t);
         }
+    }
+
+    /** @return a control message that carries {@code fd} ({@code SCM_RIGHTS}), for {@code sendmsg}. */
+    private static MemorySegment rightsOf(final Arena arena, final int fd)
+    {
+        final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
+        control.set(JAVA_LONG, 0, CMSG_LEN_ONE_FD);
+        control.set(JAVA_INT, CMSG_LEVEL, SOL_SOCKET);
+        control.set(JAVA_INT, CMSG_TYPE, SCM_RIGHTS);
+        control.set(JAVA_INT, CMSG_DATA, fd);
+        return control;
     }
 }
