@@ -129,7 +129,7 @@ final class ExternalMrs
         {
             cacheLock.unlock();
         }
-        engine.garbageCollect();
+        engine.collectAndAwait();
     }
 
     /**

@@ -421,17 +421,10 @@ public final class MrEngine implements AutoCloseable
         return ranges;
     }
 
-    /**
-     * The end of every memory free: the MRs the event detached are deregistered before their pages are
-     * unmapped, and both with no lock held.
-     */
+    /** The end of every memory free: its detached MRs deregistered before its pages are unmapped, no lock held. */
     private void releaseFreed(final List<FreedRange> ranges)
     {
-        garbageCollect();
-        // Another thread's garbage collection may have taken an MR this event detached and still be
-        // deregistering it: the pages stay mapped until it is done, or a NIC's DMA could land in memory the
-        // daemon no longer maps (or has mapped again for someone else).
-        awaitCollections();
+        collectAndAwait();
         ranges.forEach(memory::release);
         counters.set(MrdCounter.BYTES_ALLOCATED, memory.bytesAllocated());
     }
@@ -472,8 +465,9 @@ public final class MrEngine implements AutoCloseable
         {
             registrar.deregister(registration);
         }
-        catch (final RuntimeException ex)
+        catch (final RuntimeException | Error ex)
         {
+            // An Error too: a collection that never ends would make every later free wait forever.
             errorLog.record(ex);
             LOG.error("deregistration of MR {} failed (its record is released anyway)", slot, ex);
         }
@@ -499,9 +493,13 @@ public final class MrEngine implements AutoCloseable
         counters.increment(MrdCounter.MRS_DEREGISTERED);
     }
 
-    /** Waits, the cache lock released by the condition, until no taken detached MR is still registered. */
-    private void awaitCollections()
+    /**
+     * Deregisters every detached MR and waits (the cache lock released) for those another thread took, so that
+     * unmapping their memory next can never meet a NIC's DMA into memory no longer (or newly) mapped.
+     */
+    void collectAndAwait()
     {
+        garbageCollect();
         cacheLock.lock();
         try
         {

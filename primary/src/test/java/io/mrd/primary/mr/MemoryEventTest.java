@@ -181,6 +181,19 @@ class MemoryEventTest
         }
     }
 
+    private static Throwable failureOf(final CompletableFuture<Void> request)
+    {
+        try
+        {
+            request.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+            return null;
+        }
+        catch (final Exception ex)
+        {
+            return ex;
+        }
+    }
+
     private static void awaitQuietly(final java.util.concurrent.CountDownLatch latch)
     {
         try
@@ -283,27 +296,36 @@ class MemoryEventTest
             final MrEntry e1 = f.engine.registerExternal(ext1.address(), ext1.byteSize(), 2, Access.LOCAL);
             f.engine.registerExternal(ext2.address(), ext2.byteSize(), 2, Access.LOCAL);
 
-            // While reclaim deregisters the first external, the client's own request deregisters the second.
-            final List<Throwable> workerFailures = new ArrayList<>();
+            // While reclaim deregisters the first external, the client's own request deregisters the second. The
+            // request detaches it at once, then waits for reclaim's deregistration in flight before it unmaps
+            // (MrEngine.collectAndAwait): reclaim goes on once the second is detached, the request ends after it.
+            final List<CompletableFuture<Void>> worker = new ArrayList<>();
             f.registrar.beforeDeregister = registration ->
             {
-                if (registration.lkey() == e1.lkey && workerFailures.isEmpty())
+                if (registration.lkey() == e1.lkey && worker.isEmpty())
                 {
-                    try
+                    final CompletableFuture<Void> request = new CompletableFuture<>();
+                    worker.add(request);
+                    Thread.ofPlatform().name("dereg-external").start(() ->
                     {
-                        CompletableFuture.runAsync(() -> f.engine.deregisterExternal(ext2.address(), 2))
-                            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
-                        workerFailures.add(null);
-                    }
-                    catch (final Exception ex)
-                    {
-                        workerFailures.add(ex);
-                    }
+                        try
+                        {
+                            f.engine.deregisterExternal(ext2.address(), 2);
+                            request.complete(null);
+                        }
+                        catch (final Throwable t)
+                        {
+                            request.completeExceptionally(t);
+                        }
+                    });
+                    io.mrd.testing.ChildJvm.await("the client's request detached the second external",
+                        java.time.Duration.ofSeconds(DEADLINE_SECONDS),
+                        () -> request.isDone() || !f.engine.externalsOwnedBy(2).contains(ext2.address()));
                 }
             };
             final List<FreedRange> ranges = f.engine.reclaim(2);
-            assertEquals(1, workerFailures.size(), "the worker's deregistration ran");
-            assertNull(workerFailures.getFirst(), "the worker's deregistration failed");
+            assertEquals(1, worker.size(), "the worker's deregistration ran");
+            assertNull(failureOf(worker.getFirst()), "the worker's deregistration failed");
             assertEquals(List.of(dead.address()), ranges.stream().map(FreedRange::address).toList());
             assertTrue(f.engine.externalsOwnedBy(2).isEmpty());
             assertEquals(SEG, f.registrar.pinnedBytes(), "only owner 1's MR is left\n" + f.describe());
