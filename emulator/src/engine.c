@@ -203,6 +203,10 @@ static void to_error(struct emu_qp_entry *e)
  */
 static void push_cqe(struct emu_shared *sh, struct emu_qp_entry *qp, uint32_t cq_index, const struct emu_cqe *c)
 {
+	if (cq_index >= EMU_MAX_CQ) {
+		to_error(qp);
+		return;
+	}
 	struct emu_cq_entry *cq = emu_cq(sh, cq_index);
 	uint32_t prod = atomic_load_explicit(&cq->prod, memory_order_relaxed);
 
@@ -543,6 +547,10 @@ static int pass(struct emu_shared *sh, uint64_t *deadline)
 {
 	uint32_t high = __atomic_load_n(&sh->slots[EMU_QP].high_water, __ATOMIC_ACQUIRE);
 	int progress = 0;
+
+	/* Every importer can write the shared state: an index read from it is bounded before use. */
+	if (high > EMU_MAX_QP)
+		high = EMU_MAX_QP;
 
 	for (uint32_t i = 0; i < high; i++) {
 		struct emu_qp_entry *qp = emu_qp(sh, i);

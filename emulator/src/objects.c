@@ -281,7 +281,9 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 		emu_futex_wait(&e->inflight, v, &emu_recheck);
 	atomic_fetch_sub(&e->waiters, 1);
 	emu_lock(sh);
-	atomic_fetch_sub(&emu_pd(sh, e->pd)->users, 1);
+	/* Indexes in the shared state are bounded before use: every importer can write them. */
+	if (e->pd < EMU_MAX_PD)
+		atomic_fetch_sub(&emu_pd(sh, e->pd)->users, 1);
 	emu_slot_give(sh, EMU_MR, emr->index);
 	atomic_fetch_sub(&sh->live[EMU_MR], 1);
 	emu_unlock(sh);
@@ -531,9 +533,12 @@ int emu_destroy_qp_entry(struct emu_context *ctx, uint32_t index)
 	/* Not under the lock: the engine may be in the middle of a copy for this QP. */
 	emu_qp_wait_idle(sh, index);
 	emu_lock(sh);
-	atomic_fetch_sub(&emu_cq(sh, e->send_cq)->users, 1);
-	atomic_fetch_sub(&emu_cq(sh, e->recv_cq)->users, 1);
-	atomic_fetch_sub(&emu_pd(sh, e->pd)->users, 1);
+	if (e->send_cq < EMU_MAX_CQ)
+		atomic_fetch_sub(&emu_cq(sh, e->send_cq)->users, 1);
+	if (e->recv_cq < EMU_MAX_CQ)
+		atomic_fetch_sub(&emu_cq(sh, e->recv_cq)->users, 1);
+	if (e->pd < EMU_MAX_PD)
+		atomic_fetch_sub(&emu_pd(sh, e->pd)->users, 1);
 	emu_heap_free(sh, ctx->vctx.context.cmd_fd, e->ring_base, e->ring_pages);
 	emu_slot_give(sh, EMU_QP, index);
 	atomic_fetch_sub(&sh->live[EMU_QP], 1);

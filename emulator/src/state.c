@@ -68,8 +68,12 @@ uint32_t emu_slot_take(struct emu_shared *sh, enum emu_kind kind)
 	uint32_t *fifo = emu_at(sh, s->fifo);
 	uint32_t freed = s->tail - s->head;
 
-	if (freed > EMU_REUSE_DISTANCE || (s->high_water == s->max && freed > 0))
-		return fifo[s->head++ % s->max];
+	if (freed > EMU_REUSE_DISTANCE || (s->high_water == s->max && freed > 0)) {
+		uint32_t index = fifo[s->head++ % s->max];
+
+		/* Written by any importer: a slot number beyond the table is no slot. */
+		return index < s->max ? index : UINT32_MAX;
+	}
 	if (s->high_water < s->max) {
 		uint32_t index = s->high_water;
 
