@@ -411,6 +411,24 @@ int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])
 	return open;
 }
 
+int mrdemu_handle_creator(struct ibv_context *ctx, int type, uint32_t handle)
+{
+	struct emu_context *c = emu_ctx(ctx);
+	uint32_t pid;
+
+	if (emu_gone(c->sh))
+		return -EIO;
+	emu_lock(c->sh);
+	if (type == MRDEMU_HANDLE_CQ && handle < EMU_MAX_CQ && atomic_load(&emu_cq(c->sh, handle)->live))
+		pid = emu_cq(c->sh, handle)->creator_pid;
+	else if (type == MRDEMU_HANDLE_QP && handle < EMU_MAX_QP && atomic_load(&emu_qp(c->sh, handle)->live))
+		pid = emu_qp(c->sh, handle)->creator_pid;
+	else
+		pid = 0;
+	emu_unlock(c->sh);
+	return pid > 0 && pid <= INT32_MAX ? (int)pid : -EINVAL;
+}
+
 int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle)
 {
 	struct emu_context *c = emu_ctx(ctx);

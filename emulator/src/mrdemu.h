@@ -40,6 +40,14 @@ enum mrdemu_live_index {
  * Returns 0, EINVAL when type is neither 1 nor 2 or no such object is live,
  * EBUSY (CQ in use), EIO when the device is gone.
  */
+/*
+ * The process that created the live CQ or QP of that handle, so that a daemon
+ * destroys by handle only what the client that reported it created (a handle
+ * is a table index anyone can name). Returns the creator's pid, -EINVAL when
+ * no live object has that handle, -EIO when the device is gone.
+ */
+int mrdemu_handle_creator(struct ibv_context *ctx, int type, uint32_t handle);
+
 int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle);
 
 /*

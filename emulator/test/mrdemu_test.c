@@ -948,8 +948,14 @@ static void another_process_imports_the_device_and_posts(void)
 	}
 	/* The dead child's CQ and QP live on; the MR it deregistered does not. */
 	check_live(ctx, 1, 1, 2, 2);
+	/* Who created each: what a daemon checks before it keeps or destroys a handle a client reported. */
+	CHECK_EQ(mrdemu_handle_creator(ctx, MRDEMU_HANDLE_QP, child_qp), pid, "the child created its QP");
+	CHECK_EQ(mrdemu_handle_creator(ctx, MRDEMU_HANDLE_CQ, child_cq), pid, "the child created its CQ");
+	CHECK_EQ(mrdemu_handle_creator(ctx, MRDEMU_HANDLE_QP, qp->handle), getpid(), "the parent created its QP");
+	CHECK_EQ(mrdemu_handle_creator(ctx, MRDEMU_HANDLE_QP, 1000000), -EINVAL, "no QP of a handle past the table");
 	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_QP, child_qp), 0, "child's QP by handle");
 	CHECK_EQ(mrdemu_destroy_by_handle(ctx, MRDEMU_HANDLE_CQ, child_cq), 0, "child's CQ by handle");
+	CHECK_EQ(mrdemu_handle_creator(ctx, MRDEMU_HANDLE_QP, child_qp), -EINVAL, "a destroyed QP has no creator");
 	check_live(ctx, 1, 1, 1, 1);
 	ibv_close_device(ctx);
 }

@@ -40,6 +40,8 @@ public final class SharedDevice
     public static final int QP = 2;
     /** The emulated device's extension that destroys a queue by handle. */
     public static final String DESTROY_BY_HANDLE = "mrdemu_destroy_by_handle";
+    /** The emulated device's extension naming the process that created a live queue of a handle. */
+    public static final String HANDLE_CREATOR = "mrdemu_handle_creator";
 
     /**
      * The head of {@code struct ibv_context} as rdma-core's {@code <infiniband/verbs.h>} declares it, up to the
@@ -89,6 +91,8 @@ public final class SharedDevice
     private final int pdHandle;
     /** Null when the library has no destroy by handle (a real libibverbs). */
     private final MethodHandle destroyByHandle;
+    /** Null when the library cannot say who created a queue (a real libibverbs). */
+    private final MethodHandle handleCreator;
     private volatile boolean closed;
 
     SharedDevice(
@@ -101,6 +105,8 @@ public final class SharedDevice
         this.commandFd = context.reinterpret(IBV_CONTEXT_HEAD.byteSize()).get(JAVA_INT, CMD_FD_OFFSET);
         this.pdHandle = pd.reinterpret(IBV_PD.byteSize()).get(JAVA_INT, PD_HANDLE_OFFSET);
         this.destroyByHandle = lookup.find(DESTROY_BY_HANDLE).map(symbol -> Linker.nativeLinker().downcallHandle(
+            symbol, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT))).orElse(null);
+        this.handleCreator = lookup.find(HANDLE_CREATOR).map(symbol -> Linker.nativeLinker().downcallHandle(
             symbol, FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT))).orElse(null);
     }
 
@@ -200,6 +206,42 @@ public final class SharedDevice
             throw new MrdException(ErrorCode.of(errno), DESTROY_BY_HANDLE + "(" + (kind == CQ ? "CQ" : "QP") +
                 " handle " + Integer.toUnsignedString(handle) + ") on " + deviceName + " failed: " +
                 ErrorCode.describe(errno));
+        }
+    }
+
+    /**
+     * Checks that a live queue of that handle was created by process {@code pid}: a handle is a table index any
+     * client can name, so the daemon keeps (and later destroys) only what the reporter created itself.
+     *
+     * @throws MrdException EPERM naming both processes when another created it; EINVAL when no live queue has
+     *                      that handle; nothing when the library cannot say (a real device: then the daemon never
+     *                      destroys by handle either).
+     */
+    public void requireCreatedBy(final int kind, final int handle, final int pid)
+    {
+        if (null == handleCreator || closed)
+        {
+            return;
+        }
+        final int creator;
+        try
+        {
+            creator = (int)handleCreator.invokeExact(context, kind, handle);
+        }
+        catch (final Throwable t)
+        {
+            throw new IllegalStateException(HANDLE_CREATOR + " binding", t);
+        }
+        final String queue = (kind == CQ ? "CQ" : "QP") + " handle " + Integer.toUnsignedString(handle);
+        if (creator < 0)
+        {
+            throw new MrdException(ErrorCode.EINVAL, queue + " names no live queue of " + deviceName +
+                ": report a queue after creating it and remove it before destroying it");
+        }
+        if (creator != pid)
+        {
+            throw new MrdException(ErrorCode.EPERM, queue + " was created by process " + creator + ", not by " +
+                pid + ": report only the queues this process created");
         }
     }
 

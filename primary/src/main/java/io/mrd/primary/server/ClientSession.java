@@ -257,7 +257,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             case Message.Request request ->
             {
                 final int id = clientId;
-                submit(correlationId, type, () -> server.handler().execute(request, id), null);
+                submit(correlationId, type, () -> server.handler().execute(request, id, pid), null);
             }
             case Message.Reply reply -> protocolError(correlationId, type, "a reply is not a request");
         }

@@ -379,7 +379,7 @@ public final class MrdServer implements AutoCloseable
                 String freed;
                 try
                 {
-                    freed = handler.reclaim(clientId);
+                    freed = handler.reclaim(clientId, pid);
                 }
                 catch (final RuntimeException ex)
                 {

@@ -71,7 +71,7 @@ final class RequestHandler
     /**
      * Runs a request other than HELLO, STOP and REG_EXTERNAL (which need the connection).
      */
-    Message.Reply execute(final Message.Request request, final int clientId)
+    Message.Reply execute(final Message.Request request, final int clientId, final int clientPid)
     {
         return switch (request)
         {
@@ -89,7 +89,13 @@ final class RequestHandler
             }
             case Message.Queues m ->
             {
-                sharedDevice("QUEUES");
+                final SharedDevice shared = sharedDevice("QUEUES");
+                // After the request's own checks (QueueOwners names a wrong kind or operation first).
+                if (m.operation() == Message.Queues.ADD &&
+                    (m.kind() == Message.Queues.CQ || m.kind() == Message.Queues.QP))
+                {
+                    shared.requireCreatedBy(m.kind(), m.handle(), clientPid);
+                }
                 queues.apply(clientId, m);
                 yield new Message.Status(MessageType.QUEUES, ErrorCode.OK, "");
             }
@@ -161,9 +167,9 @@ final class RequestHandler
      *
      * @return what was freed, for the log.
      */
-    String reclaim(final int clientId)
+    String reclaim(final int clientId, final int clientPid)
     {
-        final String queuesGone = destroyQueues(clientId);
+        final String queuesGone = destroyQueues(clientId, clientPid);
         final List<FreedRange> freed = engine.reclaim(clientId);
         final ExternalMemory.Reclaimed externals = external.reclaim(clientId);
         final long bytes = freed.stream().mapToLong(FreedRange::length).sum();
@@ -179,7 +185,7 @@ final class RequestHandler
      *
      * @return what became of them, for the log ("" when it reported none).
      */
-    private String destroyQueues(final int clientId)
+    private String destroyQueues(final int clientId, final int clientPid)
     {
         final List<QueueOwners.Queue> left = queues.release(clientId);
         if (left.isEmpty() || device.isEmpty())
@@ -200,6 +206,8 @@ final class RequestHandler
         {
             try
             {
+                // Again now: an index the client reported may since name another process's queue.
+                shared.requireCreatedBy(queue.kind(), queue.handle(), clientPid);
                 shared.destroyQueue(queue.kind(), queue.handle());
                 destroyed++;
             }

@@ -202,15 +202,16 @@ class DeviceSharingTest
                     "QUEUES kind 3 is unknown: send 1 for a completion queue or 2 for a queue pair");
                 refused(other.request(5, queues(9, Message.Queues.QP, 5)), ErrorCode.EINVAL,
                     "QUEUES operation 9 is unknown: send 1 after creating a queue or 2 before destroying it");
-                // a handle the device does not know: the daemon logs the refusal when it reclaims, and goes on
-                assertEquals(ErrorCode.OK, other.request(6, queues(Message.Queues.ADD, Message.Queues.QP, 0xBAD))
-                    .status());
+                // a handle that names no live queue is refused when reported: a handle is an index anyone can name
+                refused(other.request(6, queues(Message.Queues.ADD, Message.Queues.QP, 0xBAD)), ErrorCode.EINVAL,
+                    "QP handle " + 0xBAD + " names no live queue of " + EmulatedDevice.DEVICE_NAME + ": report a " +
+                    "queue after creating it and remove it before destroying it");
                 assertEquals(new LiveObjects(before.pds(), before.mrs(), before.cqs() + 1, before.qps() + 1),
                     LiveObjects.of(library, verbs.context()));
             }
             // the owner's connection ended without destroying its queues, as a killed process's does
             await("the owner's queues destroyed", () -> LiveObjects.of(library, verbs.context()).equals(before));
-            assertEquals(1, fixture.daemon.server().reportedQueues(), "the other client's handle is still reported");
+            assertEquals(0, fixture.daemon.server().reportedQueues(), "the other client reported nothing it may keep");
             other.close();
             await("the other client reclaimed", () -> fixture.daemon.server().connectedClients() == 0);
             assertEquals(0, fixture.daemon.server().reportedQueues());
