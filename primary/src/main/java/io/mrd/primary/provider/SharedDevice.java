@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.Optional;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
@@ -93,6 +94,8 @@ public final class SharedDevice
     private final MethodHandle destroyByHandle;
     /** Null when the library cannot say who created a queue (a real libibverbs). */
     private final MethodHandle handleCreator;
+    /** Read side: a call into the context; write side: closing it. */
+    private final ReentrantReadWriteLock use = new ReentrantReadWriteLock();
     private volatile boolean closed;
 
     SharedDevice(
@@ -142,6 +145,19 @@ public final class SharedDevice
      */
     public int duplicateCommandFd()
     {
+        use.readLock().lock();
+        try
+        {
+            return duplicateCommandFdLocked();
+        }
+        finally
+        {
+            use.readLock().unlock();
+        }
+    }
+
+    private int duplicateCommandFdLocked()
+    {
         if (closed)
         {
             throw new MrdException(ErrorCode.EBADF, "the RDMA device " + deviceName + " is closed: the daemon is " +
@@ -182,6 +198,19 @@ public final class SharedDevice
      *                      a QP still uses).
      */
     public void destroyQueue(final int kind, final int handle)
+    {
+        use.readLock().lock();
+        try
+        {
+            destroyQueueLocked(kind, handle);
+        }
+        finally
+        {
+            use.readLock().unlock();
+        }
+    }
+
+    private void destroyQueueLocked(final int kind, final int handle)
     {
         if (null == destroyByHandle)
         {
@@ -224,13 +253,18 @@ public final class SharedDevice
             return;
         }
         final int creator;
+        use.readLock().lock();
         try
         {
-            creator = (int)handleCreator.invokeExact(context, kind, handle);
+            creator = closed ? -1 : (int)handleCreator.invokeExact(context, kind, handle);
         }
         catch (final Throwable t)
         {
             throw new IllegalStateException(HANDLE_CREATOR + " binding", t);
+        }
+        finally
+        {
+            use.readLock().unlock();
         }
         final String queue = (kind == CQ ? "CQ" : "QP") + " handle " + Integer.toUnsignedString(handle);
         if (creator < 0)
@@ -245,10 +279,22 @@ public final class SharedDevice
         }
     }
 
-    /** Called by the registrar before it closes the context. */
+    /**
+     * Called by the registrar before it closes the context: waits for the calls in progress (an event loop or
+     * the reclaimer a stopping server gave up waiting for), so that none dups a recycled descriptor number or
+     * calls into a freed context.
+     */
     void close()
     {
-        closed = true;
+        use.writeLock().lock();
+        try
+        {
+            closed = true;
+        }
+        finally
+        {
+            use.writeLock().unlock();
+        }
     }
 
     public String toString()
