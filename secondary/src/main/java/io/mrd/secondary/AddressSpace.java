@@ -116,17 +116,34 @@ final class AddressSpace
      */
     MemorySegment allocate(final long length, final int access)
     {
+        return allocate(length, access, false).segment();
+    }
+
+    /**
+     * {@code ALLOC}, registered in the same request when {@code register}, then maps the memory here.
+     *
+     * @return the memory and, when registered, its keys (else both 0).
+     */
+    RegisteredMemory allocate(final long length, final int access, final boolean register)
+    {
         if (length <= 0)
         {
             throw new MrdException(ErrorCode.EINVAL, "allocation length " + length + " must be positive");
         }
         final int granted = Access.granted(access, "ALLOC");
-        final Message.Allocated reply = (Message.Allocated)connection.call(new Message.Alloc(length, access));
+        final Message.Allocated reply =
+            (Message.Allocated)connection.call(new Message.Alloc(length, access, register));
         final long address = reply.address();
         final long allocated = reply.length();
         try
         {
-            checkAccess("ALLOC", granted, reply.access(), Access.NO_RKEY);
+            checkAccess("ALLOC", granted, reply.access(), reply.registered() ? reply.rkey() : Access.NO_RKEY);
+            if (reply.registered() != register)
+            {
+                throw new MrdException(ErrorCode.EPROTO, "the daemon answered ALLOC " +
+                    (register ? "with registration without keys" : "without registration with keys") +
+                    ": it is not a daemon of this protocol");
+            }
             mapList(address, allocated);
         }
         catch (final RuntimeException ex)
@@ -135,7 +152,8 @@ final class AddressSpace
             throw ex;
         }
         allocations.put(address, allocated);
-        return MemorySegment.ofAddress(address).reinterpret(allocated);
+        return new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(allocated), reply.lkey(),
+            reply.rkey(), reply.access());
     }
 
     /**

@@ -344,7 +344,8 @@ public final class DaemonConnection implements AutoCloseable
         {
             case Message.Hello m -> "HELLO(version " + m.version() + ", " + m.name() + ")";
             case Message.CreateMr m -> "CREATE_MR(" + Sizes.hex(m.address()) + ", " + m.length() + ")";
-            case Message.Alloc m -> "ALLOC(" + Sizes.format(m.length()) + ", " + Access.describe(m.access()) + ")";
+            case Message.Alloc m -> "ALLOC(" + Sizes.format(m.length()) + ", " + Access.describe(m.access()) +
+                (m.register() ? ", register" : "") + ")";
             case Message.Free m -> "FREE(" + Sizes.hex(m.address()) + ", " + Sizes.format(m.length()) + ")";
             case Message.RegExternal m -> "REG_EXTERNAL(" + Sizes.format(m.length()) + ", " +
                 Access.describe(m.access()) + ")";

@@ -267,6 +267,41 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
+     * Allocates memory as {@link #allocate(long, int)} does and registers it in the same request: one round
+     * trip, and the returned handle carries the keys, so a datapath that keeps the buffer needs no lookup. The
+     * daemon publishes the MR in the global cache before it answers, so a lookup of this memory in any
+     * {@link MrCache} of this client (also one created before) finds it in the process, without
+     * {@code CREATE_MR} (unless the global cache has overflowed; then the daemon answers from its MR table
+     * without registering again).
+     * <p>
+     * The keys are valid for as long as the memory stays allocated (until {@link #free(RegisteredMemory)} or this
+     * client ends): mrd keeps an MR registered while any segment it covers is allocated, and frees of other
+     * clients' memory in the same chunk only clear their own segments from it; memory with remote access shares
+     * its MR with no other allocation, so only its own free detaches it.
+     *
+     * @param length bytes wanted; the daemon rounds up to whole segments (2 MiB).
+     * @param access {@link Access} flags, as for {@link #allocate(long, int)}.
+     * @return the memory and the keys of the one MR that holds all of it. Pass it to {@link #free(RegisteredMemory)}.
+     * @throws MrdException EINVAL naming unknown access bits; the daemon's status: ENOMEM when it has no room or
+     *                      cannot pin, EAGAIN when the MR it made does not hold the whole allocation (the
+     *                      daemon runs {@code --mr-ext-memseg false}, or a neighbour changed the chunk
+     *                      meanwhile); in every failure nothing stays allocated.
+     */
+    public RegisteredMemory allocateRegistered(final long length, final int access)
+    {
+        return space.allocate(length, access, true);
+    }
+
+    /**
+     * Frees memory from {@link #allocateRegistered}, as {@link #free(MemorySegment)}; its keys are invalid
+     * afterwards.
+     */
+    public void free(final RegisteredMemory memory)
+    {
+        free(memory.segment());
+    }
+
+    /**
      * Unmaps memory from {@link #allocate} here, then gives it back ({@code FREE}). The daemon removes it
      * from every MR and bumps {@code devGen}, so every process's caches forget its lkeys.
      *

@@ -76,7 +76,7 @@ final class RequestHandler
         return switch (request)
         {
             case Message.CreateMr m -> createMr(m.address(), m.length(), clientId);
-            case Message.Alloc m -> allocate(m.length(), m.access(), clientId);
+            case Message.Alloc m -> allocate(m.length(), m.access(), m.register(), clientId);
             case Message.Free m ->
             {
                 engine.freeMemory(m.address(), m.length(), clientId);
@@ -124,11 +124,45 @@ final class RequestHandler
     /**
      * ALLOC: the memory gets the access its owner asks for, and local write (all mrd memory is writable, and
      * verbs refuses remote write or atomic without it); unknown bits are refused with EINVAL naming them.
+     * With {@code register}, the MR is created before the reply, so the reply carries its keys and the global
+     * cache already holds its entry when the client reads them. The MR must hold the whole allocation (the keys
+     * are the handle's); if registration fails or does not, the allocation is freed again (which detaches
+     * whatever MR was made) and the error returned: never memory allocated without the keys asked for.
      */
-    private Message.Reply allocate(final long length, final int access, final int clientId)
+    private Message.Reply allocate(final long length, final int access, final boolean register, final int clientId)
     {
         final Allocation allocation = engine.allocate(length, clientId, Access.granted(access, "ALLOC"));
-        return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(), allocation.access());
+        if (!register)
+        {
+            return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(),
+                allocation.access());
+        }
+        try
+        {
+            final MrEntry entry = engine.createMr(allocation.address(), clientId);
+            if (!entry.containsRange(allocation.address(), allocation.length()))
+            {
+                throw new MrdException(ErrorCode.EAGAIN, "ALLOC with registration of " +
+                    Sizes.format(allocation.length()) + " at " + Sizes.hex(allocation.address()) + ": its MR covers " +
+                    "only [" + Sizes.hex(entry.start) + ", " + Sizes.hex(entry.end) + "), because the daemon " +
+                    "runs --mr-ext-memseg false (one MR per segment) or a neighbouring allocation changed its " +
+                    "chunk meanwhile: retry, or allocate without registration and look keys up per buffer");
+            }
+            return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(),
+                allocation.access(), true, entry.lkey, entry.rkey);
+        }
+        catch (final RuntimeException ex)
+        {
+            try
+            {
+                engine.freeMemory(allocation.address(), allocation.length(), clientId);
+            }
+            catch (final RuntimeException suppressed)
+            {
+                ex.addSuppressed(suppressed);
+            }
+            throw ex;
+        }
     }
 
     /**

@@ -90,6 +90,8 @@ public final class FrameCodec
             case Message.Reply r -> at = encodeReply(buffer, at, r);
         }
         final int length = at - offset;
+        // The codec owns FLAG_REGISTER: it says how the ALLOC payload reads, so it follows the message.
+        final int allFlags = flags | (registers(message) ? FLAG_REGISTER : 0);
         if (length > MAX_FRAME_LENGTH)
         {
             throw new MrdException(ErrorCode.EMSGSIZE, message.type() + " frame of " + length + " bytes exceeds " +
@@ -97,9 +99,15 @@ public final class FrameCodec
         }
         buffer.putInt(offset + LENGTH_OFFSET, length, ORDER);
         buffer.putShort(offset + TYPE_OFFSET, (short)(reply ? message.type().replyCode() : message.type().code()), ORDER);
-        buffer.putShort(offset + FLAGS_OFFSET, (short)flags, ORDER);
+        buffer.putShort(offset + FLAGS_OFFSET, (short)allFlags, ORDER);
         buffer.putLong(offset + CORRELATION_ID_OFFSET, correlationId, ORDER);
         return length;
+    }
+
+    private static boolean registers(final Message message)
+    {
+        return message instanceof Message.Alloc a && a.register() ||
+            message instanceof Message.Allocated r && r.status() == ErrorCode.OK && r.registered();
     }
 
     private static int encodeReply(final MutableDirectBuffer buffer, final int offset, final Message.Reply reply)
@@ -119,8 +127,14 @@ public final class FrameCodec
                 }
                 case Message.MrCreated m ->
                     at = putInts(buffer, putLongs(buffer, at, m.start(), m.end()), m.lkey(), m.rkey(), m.access());
-                case Message.Allocated m -> at = putInt(buffer, putLongs(buffer, at, m.address(), m.length()),
-                    m.access());
+                case Message.Allocated m ->
+                {
+                    at = putInt(buffer, putLongs(buffer, at, m.address(), m.length()), m.access());
+                    if (m.registered())
+                    {
+                        at = putInts(buffer, at, m.lkey(), m.rkey());
+                    }
+                }
                 case Message.ExternalRegistered m -> at = putInts(buffer,
                     putLongs(buffer, at, m.address(), m.length()), m.lkey(), m.rkey(), m.access());
                 case Message.PdImported m ->
@@ -150,11 +164,12 @@ public final class FrameCodec
             throw protocol("frame type 0x" + Integer.toHexString(c.rawType) + " is a reply, expected a request");
         }
         final MessageType type = MessageType.of(c.rawType);
+        final boolean register = c.register(type == MessageType.ALLOC);
         final Message body = switch (null == type ? MessageType.ERROR : type)
         {
             case HELLO -> new Message.Hello(c.i32(), c.string(MAX_NAME_LENGTH));
             case CREATE_MR -> new Message.CreateMr(c.i64(), c.i64());
-            case ALLOC -> new Message.Alloc(c.i64(), c.i32());
+            case ALLOC -> new Message.Alloc(c.i64(), c.i32(), register);
             case FREE -> new Message.Free(c.i64(), c.i64());
             case REG_EXTERNAL -> new Message.RegExternal(c.i64(), c.i32());
             case DEREG_EXTERNAL -> new Message.DeregExternal(c.i64());
@@ -186,6 +201,7 @@ public final class FrameCodec
         }
         final int errno = c.i32();
         final ErrorCode status = ErrorCode.of(errno);
+        final boolean registered = c.register(type == MessageType.ALLOC && status == ErrorCode.OK);
         final Message.Reply body;
         if (status != ErrorCode.OK)
         {
@@ -217,7 +233,10 @@ public final class FrameCodec
                     final long address = c.i64();
                     final long len = c.i64();
                     final int access = c.i32();
-                    yield new Message.Allocated(status, c.string(MAX_MESSAGE_LENGTH), address, len, access);
+                    final int lkey = registered ? c.i32() : 0;
+                    final int rkey = registered ? c.i32() : 0;
+                    yield new Message.Allocated(
+                        status, c.string(MAX_MESSAGE_LENGTH), address, len, access, registered, lkey, rkey);
                 }
                 case REG_EXTERNAL ->
                 {
@@ -265,7 +284,7 @@ public final class FrameCodec
             throw protocol("frame length field says " + declared + " but the frame has " + length + " bytes");
         }
         final int flags = buffer.getShort(offset + FLAGS_OFFSET, ORDER) & 0xFFFF;
-        if ((flags & ~FLAG_FD) != 0)
+        if ((flags & ~(FLAG_FD | FLAG_REGISTER)) != 0)
         {
             throw protocol("unknown flags 0x" + Integer.toHexString(flags));
         }
@@ -370,6 +389,22 @@ public final class FrameCodec
             buffer.getBytes(at, bytes);
             at += length;
             return new String(bytes, StandardCharsets.UTF_8);
+        }
+
+        /**
+         * @param allowed whether this frame may carry {@link FrameDescriptor#FLAG_REGISTER} (ALLOC, and of its
+         *                replies only a successful one).
+         * @return whether it does.
+         */
+        boolean register(final boolean allowed)
+        {
+            final boolean register = (flags & FLAG_REGISTER) != 0;
+            if (register && !allowed)
+            {
+                throw protocol("type 0x" + Integer.toHexString(rawType) + " has FLAG_REGISTER, which only ALLOC " +
+                    "and its successful reply may carry");
+            }
+            return register;
         }
 
         void need(final int bytes)

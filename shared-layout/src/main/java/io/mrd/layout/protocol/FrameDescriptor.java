@@ -54,6 +54,14 @@ public final class FrameDescriptor
     public static final int FLAG_FD = 1;
 
     /**
+     * Flag, on ALLOC only: on the request, register the memory in the same request; on a successful reply, the
+     * memory is registered and the payload carries its lkey and rkey after the access. Any other frame with it
+     * is refused. A flag rather than a new payload keeps every other ALLOC byte for byte as version 2 has it,
+     * so no version bump: a daemon without it refuses the flag as unknown instead of ignoring it.
+     */
+    public static final int FLAG_REGISTER = 2;
+
+    /**
      * Version of the protocol; HELLO carries it and the primary refuses another. Version 2 carries access: ALLOC's
      * {@code flags} became its access, REG_EXTERNAL gained one, and the replies to CREATE_MR, ALLOC and
      * REG_EXTERNAL carry the access (and the first and last the rkey).

@@ -36,10 +36,17 @@ public sealed interface Message
     /**
      * {@code ALLOC(len, access)}: {@code access} is the {@link io.mrd.layout.Access} the memory gets, chosen by
      * its owner (local write is always added). It takes the place of version 1's {@code flags}, which had to be 0:
-     * 0 still means local access only.
+     * 0 still means local access only. {@code register} travels as {@link FrameDescriptor#FLAG_REGISTER}: the
+     * daemon registers the memory before it answers.
      */
-    record Alloc(long length, int access) implements Request
+    record Alloc(long length, int access, boolean register) implements Request
     {
+        /** An ALLOC that leaves registration to the first lookup. */
+        public Alloc(final long length, final int access)
+        {
+            this(length, access, false);
+        }
+
         public MessageType type()
         {
             return MessageType.ALLOC;
@@ -151,9 +158,22 @@ public sealed interface Message
         }
     }
 
-    /** Reply to ALLOC: where the memory is and the access it has. */
-    record Allocated(ErrorCode status, String message, long address, long length, int access) implements Reply
+    /**
+     * Reply to ALLOC: where the memory is and the access it has; when {@code registered} (the request had
+     * {@link FrameDescriptor#FLAG_REGISTER}, and so has this reply), the keys of the one MR holding all of it,
+     * {@code rkey} {@link io.mrd.layout.Access#NO_RKEY} without remote access; else both keys are 0.
+     */
+    record Allocated(
+        ErrorCode status, String message, long address, long length, int access, boolean registered, int lkey,
+        int rkey) implements Reply
     {
+        /** A reply to an ALLOC without registration. */
+        public Allocated(final ErrorCode status, final String message, final long address, final long length,
+            final int access)
+        {
+            this(status, message, address, length, access, false, 0, 0);
+        }
+
         public MessageType type()
         {
             return MessageType.ALLOC;

@@ -120,7 +120,9 @@ class FrameCodecPropertyTest
         assertEquals(bytes.length, FrameCodec.frameLength(buffer, 0, bytes.length));
         final Frame frame = message instanceof Message.Reply ? FrameCodec.decodeReply(buffer, 0, bytes.length) :
             FrameCodec.decodeRequest(buffer, 0, bytes.length);
-        assertEquals(new Frame(correlationId, flags, message), frame);
+        final boolean registers = message instanceof Message.Alloc a && a.register() ||
+            message instanceof Message.Allocated r && r.registered();
+        assertEquals(new Frame(correlationId, flags | (registers ? FrameDescriptor.FLAG_REGISTER : 0), message), frame);
         // and a request is never taken for a reply, nor a reply for a request
         final MrdException wrongSide = org.junit.jupiter.api.Assertions.assertThrows(MrdException.class, () ->
         {
@@ -154,6 +156,9 @@ class FrameCodecPropertyTest
             new Message.MrCreated(ErrorCode.OK, "", 0x1000_0000_0000L, 0x1000_0040_0000L, 0x100, 0x100,
                 Access.LOCAL_WRITE | Access.REMOTE_READ),
             new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 4L << 20, Access.LOCAL_WRITE),
+            new Message.Alloc(2L << 20, Access.REMOTE_WRITE, true),
+            new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 2L << 20, Access.LOCAL_WRITE |
+                Access.REMOTE_WRITE, true, 0x301, 0x302),
             new Message.ExternalRegistered(ErrorCode.OK, "", 0x1100_0000_0000L, 1L << 20, 0x201, Access.NO_RKEY,
                 Access.LOCAL_WRITE)));
         for (final MessageType type : STATUS_OK_TYPES)
@@ -175,6 +180,63 @@ class FrameCodecPropertyTest
         {
             everyMessageSurvivesEncodeThenDecode(message, id++, false);
         }
+    }
+
+    @Example
+    void registerOnAllocCarriesTheKeysAndTheFlagRidesOnNothingElse()
+    {
+        final byte[] request = encode(5, 0, new Message.Alloc(2L << 20, Access.REMOTE_READ, true));
+        final UnsafeBuffer requestBuffer = new UnsafeBuffer(request);
+        assertEquals(FrameDescriptor.FLAG_REGISTER, requestBuffer.getShort(FrameDescriptor.FLAGS_OFFSET) & 0xFFFF);
+        assertEquals(new Message.Alloc(2L << 20, Access.REMOTE_READ, true),
+            FrameCodec.decodeRequest(requestBuffer, 0, request.length).message());
+
+        // a registered reply is 8 bytes longer than one without: the keys, and nothing else changes
+        final Message.Allocated plain = new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 2L << 20, 1);
+        final Message.Allocated keyed =
+            new Message.Allocated(ErrorCode.OK, "", 0x1000_0000_0000L, 2L << 20, 1, true, 0x11, 0x22);
+        final byte[] plainBytes = encode(6, 0, plain);
+        final byte[] keyedBytes = encode(6, 0, keyed);
+        assertEquals(plainBytes.length + 8, keyedBytes.length);
+        assertEquals(keyed, FrameCodec.decodeReply(new UnsafeBuffer(keyedBytes), 0, keyedBytes.length).message());
+
+        // the flag on a frame that is not ALLOC, on an error reply, or an unknown flag bit: refused, naming it
+        refused(encodeWithFlag(new Message.Free(0x1000_0000_0000L, 2L << 20), FrameDescriptor.FLAG_REGISTER), false,
+            "FLAG_REGISTER");
+        refused(encodeWithFlag(new Message.Status(MessageType.ALLOC, ErrorCode.ENOMEM, "full"),
+            FrameDescriptor.FLAG_REGISTER), true, "FLAG_REGISTER");
+        refused(encodeWithFlag(new Message.MrCreated(ErrorCode.OK, "", 1, 2, 3, 4, 1), FrameDescriptor.FLAG_REGISTER),
+            true, "FLAG_REGISTER");
+        refused(encodeWithFlag(new Message.Alloc(2L << 20, 0, true), 0x4), false, "unknown flags 0x6");
+        // and a registered reply cut before its keys is truncated, not read as a plain one
+        final byte[] plainFlagged = encodeWithFlag(plain, FrameDescriptor.FLAG_REGISTER);
+        refused(plainFlagged, true, "truncated");
+    }
+
+    private static byte[] encodeWithFlag(final Message message, final int flag)
+    {
+        final byte[] bytes = encode(9, 0, message);
+        final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
+        buffer.putShort(FrameDescriptor.FLAGS_OFFSET, (short)(buffer.getShort(FrameDescriptor.FLAGS_OFFSET) | flag));
+        return bytes;
+    }
+
+    private static void refused(final byte[] bytes, final boolean reply, final String what)
+    {
+        final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
+        final MrdException ex = org.junit.jupiter.api.Assertions.assertThrows(MrdException.class, () ->
+        {
+            if (reply)
+            {
+                FrameCodec.decodeReply(buffer, 0, bytes.length);
+            }
+            else
+            {
+                FrameCodec.decodeRequest(buffer, 0, bytes.length);
+            }
+        });
+        assertEquals(ErrorCode.EPROTO, ex.code());
+        org.junit.jupiter.api.Assertions.assertTrue(ex.getMessage().contains(what), ex.getMessage());
     }
 
     @Property(tries = 3000)
@@ -325,7 +387,7 @@ class FrameCodecPropertyTest
         return Arbitraries.oneOf(List.of(
             Combinators.combine(ints, text(FrameDescriptor.MAX_NAME_LENGTH)).as(Message.Hello::new),
             Combinators.combine(longs, longs).as(Message.CreateMr::new),
-            Combinators.combine(longs, ints).as(Message.Alloc::new),
+            Combinators.combine(longs, ints, Arbitraries.of(true, false)).as(Message.Alloc::new),
             Combinators.combine(longs, longs).as(Message.Free::new),
             Combinators.combine(longs, ints).as(Message.RegExternal::new),
             longs.map(Message.DeregExternal::new),
@@ -341,6 +403,9 @@ class FrameCodecPropertyTest
                     new Message.MrCreated(ErrorCode.OK, m, start, end, lkey, rkey, access)),
             Combinators.combine(message, longs, longs, ints)
                 .as((m, address, length, access) -> new Message.Allocated(ErrorCode.OK, m, address, length, access)),
+            Combinators.combine(message, longs, longs, ints, ints, ints)
+                .as((m, address, length, access, lkey, rkey) ->
+                    new Message.Allocated(ErrorCode.OK, m, address, length, access, true, lkey, rkey)),
             Combinators.combine(message, longs, longs, ints, ints, ints)
                 .as((m, address, length, lkey, rkey, access) ->
                     new Message.ExternalRegistered(ErrorCode.OK, m, address, length, lkey, rkey, access)),

@@ -1,0 +1,70 @@
+package io.mrd.secondary;
+
+import io.mrd.layout.Access;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Memory from {@link MrdClient#allocateRegistered}: the segment, mapped at the daemon's address, and the keys of
+ * the one MR that holds all of it, so a datapath that keeps the buffer posts work requests without a lookup.
+ * <p>
+ * Contract: the keys are valid for as long as the memory stays allocated, that is until
+ * {@link MrdClient#free(RegisteredMemory)} or the client's end, which is exactly how long mrd keeps the MR
+ * registered. The MR stays active while any segment it covers is allocated: another client freeing memory in
+ * the same chunk clears only that memory's segments from it (the local caches flush and may split its entries,
+ * and a fresh lookup returns these same keys). Memory with remote access never shares an MR with another
+ * allocation, so nothing but its own free detaches it. After a daemon restart the keys mean nothing, as every
+ * key of the old daemon.
+ */
+public final class RegisteredMemory
+{
+    private final MemorySegment segment;
+    private final int lkey;
+    private final int rkey;
+    private final int access;
+
+    RegisteredMemory(final MemorySegment segment, final int lkey, final int rkey, final int access)
+    {
+        this.segment = segment;
+        this.lkey = lkey;
+        this.rkey = rkey;
+        this.access = access;
+    }
+
+    /** @return the memory, {@code byteSize()} the length the daemon allocated. */
+    public MemorySegment segment()
+    {
+        return segment;
+    }
+
+    /** @return the lkey of its MR, for the local SGE of any buffer inside it. */
+    public int lkey()
+    {
+        return lkey;
+    }
+
+    /** @return the rkey of its MR, {@link Access#NO_RKEY} without remote access. */
+    public int rkey()
+    {
+        return rkey;
+    }
+
+    /** @return both keys packed as {@link KeyPair#pack}, as {@link MrCache#keyPair} returns them. */
+    public long keyPair()
+    {
+        return KeyPair.pack(lkey, rkey);
+    }
+
+    /** @return the {@link Access} flags of its MR (local write included). */
+    public int access()
+    {
+        return access;
+    }
+
+    @Override
+    public String toString()
+    {
+        return "RegisteredMemory[" + segment + ", lkey 0x" + Integer.toHexString(lkey) + ", rkey 0x" +
+            Integer.toHexString(rkey) + ", " + Access.describe(access) + "]";
+    }
+}
