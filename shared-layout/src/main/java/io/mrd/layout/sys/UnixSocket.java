@@ -534,9 +534,7 @@ public final class UnixSocket implements AutoCloseable
         shutdown(SHUT_RDWR);
     }
 
-    /**
-     * {@code shutdown(SHUT_WR)}: the peer sees end of stream; this side can still read its answers.
-     */
+    /** {@code shutdown(SHUT_WR)}: the peer sees end of stream; this side can still read its answers. */
     public void shutdownOutput()
     {
         shutdown(SHUT_WR);
@@ -554,9 +552,7 @@ public final class UnixSocket implements AutoCloseable
         }
     }
 
-    /**
-     * Closes the descriptor; idempotent.
-     */
+    /** Closes the descriptor; idempotent. */
     public void close()
     {
         if (!closed)
