@@ -284,7 +284,7 @@ public final class MrdClient implements AutoCloseable
      * @return the memory and the keys of the one MR that holds all of it. Pass it to {@link #free(RegisteredMemory)}.
      * @throws MrdException EINVAL naming unknown access bits; the daemon's status: ENOMEM when it has no room or
      *                      cannot pin, EAGAIN when the MR it made does not hold the whole allocation (the
-     *                      daemon runs {@code --mr-ext-memseg false}, or a neighbour changed the chunk
+     *                      daemon runs {@code --no-mr-ext-memseg}, or a neighbour changed the chunk
      *                      meanwhile); in every failure nothing stays allocated.
      */
     public RegisteredMemory allocateRegistered(final long length, final int access)

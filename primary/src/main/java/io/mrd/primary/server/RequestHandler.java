@@ -145,7 +145,7 @@ final class RequestHandler
                 throw new MrdException(ErrorCode.EAGAIN, "ALLOC with registration of " +
                     Sizes.format(allocation.length()) + " at " + Sizes.hex(allocation.address()) + ": its MR covers " +
                     "only [" + Sizes.hex(entry.start) + ", " + Sizes.hex(entry.end) + "), because the daemon " +
-                    "runs --mr-ext-memseg false (one MR per segment) or a neighbouring allocation changed its " +
+                    "runs --no-mr-ext-memseg (one MR per segment) or a neighbouring allocation changed its " +
                     "chunk meanwhile: retry, or allocate without registration and look keys up per buffer");
             }
             return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(),
