@@ -61,12 +61,16 @@ static int is_atomic(enum ibv_wr_opcode op)
 	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/* The SGE list of a send or a receive: at most the queue's max_sge, and there when counted. */
+static int sges_ok(const struct emu_queue *q, int num_sge, const struct ibv_sge *sg_list)
+{
+	return num_sge >= 0 && (uint32_t)num_sge <= q->max_sge && (num_sge == 0 || sg_list);
+}
+
 /* What a driver refuses at post time: EINVAL, as mlx5 does. */
 static int send_wr_ok(const struct emu_queue *q, const struct ibv_send_wr *wr)
 {
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge || !opcode_supported(wr->opcode))
-		return 0;
-	if (wr->num_sge > 0 && !wr->sg_list)
+	if (!sges_ok(q, wr->num_sge, wr->sg_list) || !opcode_supported(wr->opcode))
 		return 0;
 	/* No inline data: the device reports max_inline_data 0. */
 	if (wr->send_flags & IBV_SEND_INLINE)
@@ -79,6 +83,18 @@ static int send_wr_ok(const struct emu_queue *q, const struct ibv_send_wr *wr)
 static uint32_t in_use(struct emu_queue *q, uint32_t prod)
 {
 	return prod - atomic_load_explicit(&q->retired, memory_order_acquire);
+}
+
+/*
+ * Ends a post: the engine reads the WQEs only after it sees the producer index (release), and a send
+ * waiting for a receive (RNR) goes on as soon as the engine wakes.
+ */
+static void publish(struct emu_shared *sh, struct emu_queue *q, uint32_t prod, uint32_t posted)
+{
+	atomic_store_explicit(&q->prod, prod, memory_order_release);
+	emu_spin_unlock(&q->post_lock);
+	if (posted)
+		emu_ring_doorbell(sh);
 }
 
 int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -139,11 +155,7 @@ int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 		prod++;
 		posted++;
 	}
-	/* Release: the engine reads the WQEs after it sees the producer index. */
-	atomic_store_explicit(&q->prod, prod, memory_order_release);
-	emu_spin_unlock(&q->post_lock);
-	if (posted)
-		emu_ring_doorbell(sh);
+	publish(sh, q, prod, posted);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
@@ -171,7 +183,7 @@ int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	for (; wr; wr = wr->next) {
 		struct emu_rwqe *w;
 
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge || (wr->num_sge > 0 && !wr->sg_list)) {
+		if (!sges_ok(q, wr->num_sge, wr->sg_list)) {
 			rc = EINVAL;
 			break;
 		}
@@ -187,11 +199,7 @@ int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 		prod++;
 		posted++;
 	}
-	atomic_store_explicit(&q->prod, prod, memory_order_release);
-	emu_spin_unlock(&q->post_lock);
-	/* A send waiting for a receive (RNR) goes on as soon as the engine sees this. */
-	if (posted)
-		emu_ring_doorbell(sh);
+	publish(sh, q, prod, posted);
 	if (rc)
 		*bad_wr = wr;
 	return rc;
