@@ -40,6 +40,16 @@ public interface Registrar extends AutoCloseable
     void deregister(Registration registration);
 
     /**
+     * @return the longest range one {@link #register} call accepts: the device's {@code max_mr_size} for
+     * {@code ibverbs}. The engine splits longer ranges into several MRs, each at most this long and starting on
+     * a segment boundary.
+     */
+    default long maxRegionLength()
+    {
+        return Long.MAX_VALUE;
+    }
+
+    /**
      * @return bytes currently pinned by live registrations.
      */
     long pinnedBytes();
