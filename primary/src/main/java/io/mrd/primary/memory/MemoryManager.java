@@ -28,24 +28,20 @@ import static io.mrd.layout.MemsegListDescriptor.OWNER_DAEMON;
  * <b>Locking.</b> One {@link ReentrantReadWriteLock}, the memory lock, plays the part of DPDK's memory
  * hotplug lock, and only this class takes it: {@link #allocate}, {@link #free} and {@link #freeAllOwnedBy}
  * for writing; {@link #withChunk} for reading, around the contiguity query and whatever the caller does with
- * the answer, so that the chunk cannot change under it (the MR engine registers it there). Lookups of
- * geometry ({@link #listOf}, {@link #list}) need no lock.
+ * the answer (the MR engine re-checks its chunk and places a hold there). Lookups of geometry
+ * ({@link #listOf}, {@link #list}) need no lock.
  * <p>
- * <b>Freeing is three steps</b>, so that the MR engine drops its MRs over the range before its pages go:
- * <ol>
- * <li>{@link #free} (or {@link #freeAllOwnedBy}) takes the segments out of use in the bookkeeping, under the
- * write lock, and returns a {@link FreedRange}. From then on {@link #withChunk} no longer sees them, but
- * they stay mapped and cannot be allocated again;</li>
- * <li>still under the write lock, it tells every {@link MemoryEventListener} (DPDK's
- * {@code rte_mem_event_callback_register}): the MR engine clears the segments' bits in every MR covering
- * them, rebuilds the global cache and bumps devGen, so that no lkey for the range is handed out any more;</li>
- * <li>the caller, having deregistered what the event detached, calls {@link #release}, which unmaps the range
- * and punches its pages out of the backing file with no lock held (giving pages back can be slow and must
- * not stall lookups or allocations), then makes the segments free for allocation.</li>
- * </ol>
- * Unmapping before the MR engine has cleared its bitmaps would leave registrations over memory that is gone;
- * allocating the segments again before {@link #release} would let its unmap destroy the new owner's mapping,
- * which is why freed segments stay withheld until then.
+ * <b>Holds.</b> Work that must outlive the memory lock on pages that must stay mapped (a registration pinning
+ * them: it can take seconds, and every allocation and free would wait behind a lock held that long) places a
+ * {@link SegmentHold} on their segments under {@link #withChunk} and releases the lock. A free of a held segment
+ * then waits for the hold to go with no lock held at all, the memory lock released, so that every other
+ * allocation, free and registration goes on; then it starts again from its checks. The holds' own lock is a
+ * leaf ({@link SegmentHolds}), so no lock order involves it.
+ * <p>
+ * <b>Freeing is three steps</b> ({@link FreedRange}), so that the MR engine drops its MRs over the range
+ * before its pages go: {@link #free} (or {@link #freeAllOwnedBy}) takes the segments out of use and tells
+ * every {@link MemoryEventListener} under the write lock, and the caller, once it has deregistered what the
+ * event detached, calls {@link #release} to unmap them with no lock held.
  */
 public final class MemoryManager implements AutoCloseable
 {
@@ -70,6 +66,7 @@ public final class MemoryManager implements AutoCloseable
     private final BackingFiles backing;
     private final MemsegList[] lists;
     private final List<MemoryEventListener> listeners = new CopyOnWriteArrayList<>();
+    private final SegmentHolds holds;
     private volatile long allocatedBytes;
     private boolean closed;
 
@@ -95,6 +92,7 @@ public final class MemoryManager implements AutoCloseable
         this.listStride = listStride(segmentsPerList, segmentSize);
         this.capacity = config.capacity();
         this.lists = new MemsegList[config.listCount()];
+        this.holds = new SegmentHolds(config.listCount(), segmentsPerList);
 
         backing.prepare();
         try
@@ -173,11 +171,7 @@ public final class MemoryManager implements AutoCloseable
         }
         if (length > listLength)
         {
-            throw new MrdException(ErrorCode.ENOMEM, "cannot allocate " + Sizes.format(length) +
-                ": the largest possible allocation is one memory-segment list, " + Sizes.format(listLength) +
-                " (" + segmentsPerList + " segments of " + Sizes.format(segmentSize) + "), of --max-memory " +
-                Sizes.format(capacity) + " in " + lists.length + " lists; allocate at most " +
-                Sizes.format(listLength) + " at a time or start the daemon with a larger --max-memory");
+            throw AllocationRefusal.longerThanList(length, lists, segmentSize, capacity);
         }
         final int n = (int)((length + segmentSize - 1) >>> segmentShift);
 
@@ -199,7 +193,7 @@ public final class MemoryManager implements AutoCloseable
                     return new Allocation(list.index(), first, n, list.segmentAddress(first), bytes, owner, granted);
                 }
             }
-            throw noFreeRun(length, n);
+            throw AllocationRefusal.noFreeRun(length, n, lists, segmentSize, capacity);
         }
         finally
         {
@@ -214,7 +208,8 @@ public final class MemoryManager implements AutoCloseable
      * @param address first address: a segment boundary inside a list.
      * @param length  bytes, rounded up to whole segments; the range must lie inside one list.
      * @param owner   the client freeing; {@link MemsegListDescriptor#OWNER_DAEMON} may free any segment.
-     * @return the range taken out of use.
+     * @return the range taken out of use, once no {@link SegmentHold} is on any of its segments (until then it
+     *         waits, with no lock held).
      * @throws MrdException ENXIO when the address is outside managed memory; EINVAL when it is not on a segment
      *                      boundary, the length is not positive or runs past the list, or a segment is not
      *                      allocated; EPERM when a segment is owned by another client.
@@ -223,32 +218,45 @@ public final class MemoryManager implements AutoCloseable
     {
         checkOwner(owner);
         checkNoReadLockHeld("free");
-        memoryLock.writeLock().lock();
-        try
+        while (true)
         {
-            checkOpen();
-            final MemsegList list = listOf(address);
-            if (null == list)
+            final SegmentRun run;
+            memoryLock.writeLock().lock();
+            try
             {
-                throw new MrdException(ErrorCode.ENXIO, "cannot free " + Sizes.hex(address) +
-                    ": the address is outside managed memory (" + describeRanges() + ")");
+                checkOpen();
+                final MemsegList list = listOf(address);
+                if (null == list)
+                {
+                    throw new MrdException(ErrorCode.ENXIO, "cannot free " + Sizes.hex(address) +
+                        ": the address is outside managed memory (" + describeRanges() + ")");
+                }
+                list.checkFreeable(address, length, owner);
+                run = new SegmentRun(list.index(), list.segmentIndex(address),
+                    (int)((length + segmentSize - 1) >>> segmentShift));
+                if (!holds.anyHeld(run))
+                {
+                    final FreedRange range = takeOutOfUse(run);
+                    notifyFree(List.of(range));
+                    return range;
+                }
             }
-            list.checkFreeable(address, length, owner);
-            final int n = (int)((length + segmentSize - 1) >>> segmentShift);
-            final FreedRange range = takeOutOfUse(list, list.segmentIndex(address), n);
-            notifyFree(List.of(range));
-            return range;
-        }
-        finally
-        {
-            memoryLock.writeLock().unlock();
+            finally
+            {
+                memoryLock.writeLock().unlock();
+            }
+            // A registration pins some of these segments: wait for it with no lock held (it takes the cache lock
+            // to publish, and other requests go on meanwhile), then check again from the start, as another free
+            // may have taken the segments meanwhile.
+            holds.awaitReleased(run);
         }
     }
 
     /**
      * Steps 1 and 2 of freeing for a client that has gone: takes every segment it owns out of use and tells
-     * the listeners, once, when there was any. Each returned range is a maximal run of its segments and goes
-     * to {@link #release} like the result of {@link #free}.
+     * the listeners, once, when there was any, and once no {@link SegmentHold} is on any of them (as {@link #free}
+     * waits). Each returned range is a maximal run of its segments and goes to {@link #release} like the result
+     * of {@link #free}.
      *
      * @param owner the dead client's id.
      * @return the ranges taken out of use, by list and address; empty when it owned nothing.
@@ -257,39 +265,38 @@ public final class MemoryManager implements AutoCloseable
     {
         checkOwner(owner);
         checkNoReadLockHeld("freeAllOwnedBy");
-        final List<FreedRange> freed = new ArrayList<>();
-        memoryLock.writeLock().lock();
-        try
+        while (true)
         {
-            if (closed)
+            final SegmentRun held;
+            memoryLock.writeLock().lock();
+            try
             {
-                return freed;
-            }
-            for (final MemsegList list : lists)
-            {
-                for (int i = 0; i < list.segmentCount(); i++)
+                if (closed)
                 {
-                    if (list.owner(i) == owner)
+                    return List.of();
+                }
+                final List<SegmentRun> runs = new ArrayList<>();
+                for (final MemsegList list : lists)
+                {
+                    list.addRunsOwnedBy(owner, runs);
+                }
+                held = runs.stream().filter(holds::anyHeld).findFirst().orElse(null);
+                if (null == held)
+                {
+                    final List<FreedRange> freed = runs.stream().map(this::takeOutOfUse).toList();
+                    if (!freed.isEmpty())
                     {
-                        int end = i + 1;
-                        while (end < list.segmentCount() && list.owner(end) == owner)
-                        {
-                            end++;
-                        }
-                        freed.add(takeOutOfUse(list, i, end - i));
-                        i = end;
+                        notifyFree(freed);
                     }
+                    return freed;
                 }
             }
-            if (!freed.isEmpty())
+            finally
             {
-                notifyFree(freed);
+                memoryLock.writeLock().unlock();
             }
-            return freed;
-        }
-        finally
-        {
-            memoryLock.writeLock().unlock();
+            // As free: all of the client's memory goes in one event, once no registration pins any of it.
+            holds.awaitReleased(held);
         }
     }
 
@@ -317,14 +324,7 @@ public final class MemoryManager implements AutoCloseable
                 {
                     return;
                 }
-                for (int i = range.firstSegment(); i < range.firstSegment() + range.segmentCount(); i++)
-                {
-                    if (!lists[range.listIndex()].isReleasing(i))
-                    {
-                        throw new IllegalStateException("release of " + range + ": segment " + i +
-                            " is not being freed (released twice?)");
-                    }
-                }
+                lists[range.listIndex()].checkReleasing(range);
             }
             finally
             {
@@ -372,6 +372,24 @@ public final class MemoryManager implements AutoCloseable
         {
             memoryLock.readLock().unlock();
         }
+    }
+
+    /**
+     * Places a hold on {@code [firstSegment, firstSegment + segmentCount)} of the chunk's list: a free of any of
+     * them waits until {@link SegmentHold#release}. Call inside {@link #withChunk}, on segments of its chunk
+     * (allocated, and no free can run before the hold is in place). Release the hold on every way out.
+     */
+    public SegmentHold hold(final Chunk chunk, final int firstSegment, final int segmentCount)
+    {
+        assert holdsMemoryLock() && firstSegment >= chunk.firstSegment() && segmentCount > 0 &&
+            firstSegment + segmentCount <= chunk.firstSegment() + chunk.segmentCount() : "hold outside " + chunk;
+        return holds.place(chunk.listIndex(), firstSegment, segmentCount);
+    }
+
+    /** @return holds on all segments together: 0 when no registration is in flight. */
+    public int holdCount()
+    {
+        return holds.holdCount();
     }
 
     /**
@@ -516,12 +534,14 @@ public final class MemoryManager implements AutoCloseable
             " of " + Sizes.format(capacity) + "}";
     }
 
-    private FreedRange takeOutOfUse(final MemsegList list, final int first, final int n)
+    private FreedRange takeOutOfUse(final SegmentRun run)
     {
-        list.markReleasing(first, n);
-        final long bytes = (long)n << segmentShift;
+        final MemsegList list = lists[run.listIndex()];
+        list.markReleasing(run.firstSegment(), run.segmentCount());
+        final long bytes = (long)run.segmentCount() << segmentShift;
         allocatedBytes -= bytes;
-        return new FreedRange(list.index(), first, n, list.segmentAddress(first), bytes);
+        return new FreedRange(list.index(), run.firstSegment(), run.segmentCount(),
+            list.segmentAddress(run.firstSegment()), bytes);
     }
 
     /**
@@ -534,24 +554,6 @@ public final class MemoryManager implements AutoCloseable
         {
             listener.onFree(ranges);
         }
-    }
-
-    private MrdException noFreeRun(final long length, final int n)
-    {
-        int free = 0;
-        int largest = 0;
-        int releasing = 0;
-        for (final MemsegList list : lists)
-        {
-            free += list.freeSegments();
-            largest = Math.max(largest, list.largestFreeRun());
-            releasing += list.segmentCount() - list.freeSegments() - list.allocatedSegments();
-        }
-        return new MrdException(ErrorCode.ENOMEM, "cannot allocate " + Sizes.format(length) + " (" + n +
-            " segments of " + Sizes.format(segmentSize) + "): largest free run is " +
-            Sizes.format((long)largest << segmentShift) + " (" + free + " of " + lists.length * segmentsPerList +
-            " segments free" + (releasing > 0 ? ", " + releasing + " being released" : "") + ", --max-memory " +
-            Sizes.format(capacity) + "); free memory or start the daemon with a larger --max-memory");
     }
 
     private String describeRanges()

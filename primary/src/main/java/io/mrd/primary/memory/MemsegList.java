@@ -11,6 +11,7 @@ import org.agrona.MutableDirectBuffer;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 
 import static io.mrd.layout.MemsegListDescriptor.OWNER_FREE;
 
@@ -250,6 +251,29 @@ public final class MemsegList
     /**
      * Call with the memory lock held.
      *
+     * @param client a client id.
+     * @param runs   where every maximal run of segments {@code client} holds in this list is added, lowest first.
+     */
+    void addRunsOwnedBy(final int client, final List<SegmentRun> runs)
+    {
+        for (int i = 0; i < owner.length; i++)
+        {
+            if (owner[i] == client)
+            {
+                int end = i + 1;
+                while (end < owner.length && owner[end] == client)
+                {
+                    end++;
+                }
+                runs.add(new SegmentRun(index, i, end - i));
+                i = end;
+            }
+        }
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
      * @param segment an allocated segment's index.
      * @return the index of the first segment of the allocation it belongs to; 0 for a segment not allocated.
      */
@@ -374,6 +398,23 @@ public final class MemsegList
     boolean isReleasing(final int segment)
     {
         return owner[segment] == OWNER_RELEASING;
+    }
+
+    /**
+     * Call with the memory lock held.
+     *
+     * @throws IllegalStateException when a segment of {@code range} is not being freed (released twice, or made up).
+     */
+    void checkReleasing(final FreedRange range)
+    {
+        for (int i = range.firstSegment(); i < range.firstSegment() + range.segmentCount(); i++)
+        {
+            if (!isReleasing(i))
+            {
+                throw new IllegalStateException("release of " + range + ": segment " + i +
+                    " is not being freed (released twice?)");
+            }
+        }
     }
 
     /**

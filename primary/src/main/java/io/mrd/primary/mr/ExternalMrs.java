@@ -11,6 +11,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
+import org.agrona.concurrent.errors.DistinctErrorLog;
 
 import java.util.List;
 import java.util.concurrent.locks.Lock;
@@ -19,7 +20,8 @@ import java.util.concurrent.locks.Lock;
  * The MRs over external memory (the reference's {@code mlx5_create_mr_ext}): one MR per registered range, with
  * no memory-segment list behind it, so no memory free event reaches it; it goes when its owner deregisters it
  * or dies. They live in the one MR table and global cache, so that lookups find them like any MR, and are
- * changed under the engine's cache lock and in the cache writer's write sections like any MR.
+ * changed under the engine's cache lock and in the cache writer's write sections like any MR. A registration
+ * runs with no lock held, its range in {@link InFlightRanges} meanwhile, as a create's does.
  * <p>
  * The memory itself (the window it is mapped in, the client's fd) is {@code io.mrd.primary.external}'s.
  */
@@ -27,22 +29,28 @@ final class ExternalMrs
 {
     private final MrEngine engine;
     private final Lock cacheLock;
+    private final InFlightRanges inFlight;
     private final MrTable table;
     private final GlobalCacheWriter cache;
     private final Registrar registrar;
     private final DaemonCounters counters;
+    private final DistinctErrorLog errorLog;
     private final MrEntry scratch = new MrEntry();
 
     ExternalMrs(
         final MrEngine engine,
         final Lock cacheLock,
+        final InFlightRanges inFlight,
         final MrTable table,
         final GlobalCacheWriter cache,
         final Registrar registrar,
-        final DaemonCounters counters)
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog)
     {
         this.engine = engine;
         this.cacheLock = cacheLock;
+        this.inFlight = inFlight;
+        this.errorLog = errorLog;
         this.table = table;
         this.cache = cache;
         this.registrar = registrar;
@@ -50,11 +58,13 @@ final class ExternalMrs
     }
 
     /**
-     * Registers {@code [address, address + length)} as one MR. Registers under the cache lock, as a create
-     * does, so that an overlapping create waits for it; never under the seqlock.
+     * Registers {@code [address, address + length)} as one MR. The overlap check and the publish are under the
+     * cache lock, the registration between them is not: the range is in flight meanwhile, so that an
+     * overlapping registration is refused as if the MR existed, and a close waits for it.
      *
      * @param access the {@link Access} its owner asked for, local write included.
-     * @throws MrdException EINVAL for an empty or unaligned range, EEXIST when it overlaps a registered chunk.
+     * @throws MrdException EINVAL for an empty or unaligned range, EEXIST when it overlaps a registered chunk or
+     *                      one being registered, ENODEV when the daemon shuts down meanwhile.
      */
     MrEntry register(final long address, final long length, final int owner, final int access)
     {
@@ -64,34 +74,87 @@ final class ExternalMrs
                 " bytes is empty or wraps");
         }
         engine.garbageCollect();
+        final long end = address + length;
         final int slot = table.take(address);
         cacheLock.lock();
         try
         {
-            if (cache.lookup(address, scratch) || table.overlapsChunk(address, address + length))
+            engine.checkOpen(address);
+            if (cache.lookup(address, scratch) || table.overlapsChunk(address, end) || inFlight.overlaps(address, end))
             {
-                table.release(slot);
                 throw new MrdException(ErrorCode.EEXIST, "external range [" + Sizes.hex(address) + ", " +
-                    Sizes.hex(address + length) + ") overlaps memory that is already registered");
+                    Sizes.hex(end) + ") overlaps memory that is already registered");
             }
-            final Registration registration;
-            try
-            {
-                registration = registrar.register(address, length, MrEngine.registrationAccess(access));
-            }
-            catch (final RuntimeException ex)
-            {
-                table.release(slot);
-                throw ex;
-            }
-            engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner, access);
-            counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
-            return new MrEntry().set(address, address + length, registration.lkey(), registration.rkey(), access, slot);
+            inFlight.add(address, end);
+        }
+        catch (final RuntimeException ex)
+        {
+            table.release(slot);
+            throw ex;
         }
         finally
         {
             cacheLock.unlock();
         }
+        try
+        {
+            return registerAndPublish(address, length, owner, access, slot);
+        }
+        finally
+        {
+            cacheLock.lock();
+            try
+            {
+                inFlight.remove(address, end);
+            }
+            finally
+            {
+                cacheLock.unlock();
+            }
+        }
+    }
+
+    /** With no lock held, then the publish under the cache lock, or the undo when the daemon closed meanwhile. */
+    private MrEntry registerAndPublish(final long address, final long length, final int owner, final int access,
+        final int slot)
+    {
+        final Registration registration;
+        try
+        {
+            registration = registrar.register(address, length, MrEngine.registrationAccess(access));
+        }
+        catch (final RuntimeException ex)
+        {
+            table.release(slot);
+            throw ex;
+        }
+        cacheLock.lock();
+        try
+        {
+            if (!engine.isClosed())
+            {
+                engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner,
+                    access);
+                counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
+                return new MrEntry().set(address, address + length, registration.lkey(), registration.rkey(), access,
+                    slot);
+            }
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
+        try
+        {
+            registrar.deregister(registration);
+        }
+        catch (final RuntimeException ex)
+        {
+            errorLog.record(ex);
+        }
+        table.release(slot);
+        throw new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering external memory at " +
+            Sizes.hex(address) + ": it is not registered");
     }
 
     /**

@@ -10,7 +10,6 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.memory.Allocation;
-import io.mrd.primary.memory.Chunk;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.provider.Registrar;
@@ -19,31 +18,47 @@ import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.util.BitSet;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Function;
 
 /**
  * The primary's MR engine: creates memory regions the way the reference's {@code mlx5_mr_create_primary}
- * does ({@link #createMr}, one method per step), takes freed memory out of them as its
+ * does ({@link #createMr}; its steps are {@link MrCreation}'s), takes freed memory out of them as its
  * {@code mlx5_mr_mem_event_free_cb} does ({@link #onMemoryFree}, a listener of the memory manager) and
  * collects detached MRs. The MR records live in {@link MrTable}, the global cache and the seqlock's write side
  * in {@link GlobalCacheWriter}, the MRs over external memory in {@link ExternalMrs}.
  * <p>
- * Locks, always taken in this order (the reference's order: memory hotplug lock, then the cache lock):
+ * <b>Locks</b>, each protecting one thing, always taken in this order (the reference's: memory hotplug lock,
+ * then the MR cache lock):
  * <ol>
- *   <li>the memory lock, inside {@link MemoryManager}: read side while a chunk is checked and registered
- *   ({@link MemoryManager#withChunk}), so its segments cannot be freed under the registration; write side
- *   for a memory free event, so the segments and the MRs covering them change together;</li>
- *   <li>{@link #cacheLock}: one writer of the MR table and the global cache at a time; held while
- *   registering, so N concurrent requests for one address create one MR (the later ones find it on their
- *   final lookup) and requests for overlapping ranges wait for the one in flight;</li>
+ *   <li>the memory lock, inside {@link MemoryManager}: the segments' state. Read side while a create re-checks
+ *   its chunk and places a {@link io.mrd.primary.memory.SegmentHold} on the segments it will register
+ *   ({@link MemoryManager#withChunk}); write side for allocation and for a memory free event, so that the
+ *   segments and the MRs covering them change together;</li>
+ *   <li>{@link #cacheLock}: the MR table, the global cache and {@link InFlightRanges}, one writer at a time.
+ *   Held only to look again (step 5: a concurrent request may have created the MR), to choose and mark the
+ *   range (step 6) and to publish (step 8): never across a registration;</li>
  *   <li>the seqlock's write side ({@link GlobalCacheWriter#write}), only around the stores that change what
- *   readers see: never around a registration (readers would spin for its whole duration).</li>
+ *   readers see.</li>
  * </ol>
+ * A registration (step 7) runs with none of them held, so ALLOC, FREE of other memory, CREATE_MR of existing
+ * MRs, lookups and registrations of other ranges go on while it runs. Two things stand in for the locks it no
+ * longer holds: the hold on its segments (a FREE of any of them, or the reclaim of a dead client's memory, waits
+ * until the registration has been published or undone, and only then takes them out of use, runs the free
+ * event and unmaps: a FREE never unmaps memory being registered, and its event always finds the MR to clear),
+ * and its range in {@link InFlightRanges} (a create for an address in it waits and starts again, finding the
+ * MR: concurrent requests for one address still create one MR; a create next to it stops short of it).
+ * <p>
+ * <b>Waiting.</b> Every waiter holds nothing while it waits: a FREE waits for holds on the holds' own
+ * condition after releasing the memory lock; a create waits for an in-flight range on a condition of the cache
+ * lock, having left the memory lock; {@link #close} waits for the ranges in flight the same way. The holder
+ * of what they wait for needs only the cache lock (to publish, or to remove its mark) and the holds' leaf lock,
+ * never the memory lock, so no cycle can form: locks are only ever taken memory → cache → seqlock (and the
+ * holds' lock, which takes nothing, under any of them), and no lock is held while waiting.
+ * <p>
  * Nothing is deregistered or unmapped while any of these is held: {@link #garbageCollect()} takes the
  * detached MRs off the free list under the cache lock and deregisters them after releasing it, as the
  * reference does because a free inside the lock could re-enter the memory event callback.
@@ -56,16 +71,18 @@ public final class MrEngine implements AutoCloseable
     private final Registrar registrar;
     private final DaemonCounters counters;
     private final DistinctErrorLog errorLog;
-    private final boolean extendToContiguousChunk;
-    private final long segmentSize;
+    /** How long {@link #close} waits for registrations in flight to be undone before it goes on. */
+    static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
     private final Lock cacheLock = new ReentrantLock();
     private final Condition collectionsDone = cacheLock.newCondition();
+    private final InFlightRanges inFlight = new InFlightRanges(cacheLock);
     /** Detached MRs taken off the list by some thread and not yet deregistered (guarded by the cache lock). */
     private int collectionsInFlight;
     private final MrTable table;
     private final GlobalCacheWriter cache;
     private final ExternalMrs externals;
-    private final MrEntry scratch = new MrEntry();
+    private final MrCreation creation;
     /** Set once, by {@link #close}. */
     private volatile boolean closed;
 
@@ -87,11 +104,11 @@ public final class MrEngine implements AutoCloseable
         this.registrar = registrar;
         this.counters = counters;
         this.errorLog = errorLog;
-        this.extendToContiguousChunk = extendToContiguousChunk;
-        this.segmentSize = memory.segmentSize();
         this.table = new MrTable(controlFile, counters);
         this.cache = new GlobalCacheWriter(controlFile, counters);
-        this.externals = new ExternalMrs(this, cacheLock, table, cache, registrar, counters);
+        this.externals = new ExternalMrs(this, cacheLock, inFlight, table, cache, registrar, counters, errorLog);
+        this.creation = new MrCreation(this, memory, registrar, errorLog, cacheLock, inFlight, table, cache,
+            extendToContiguousChunk);
         cache.write(() ->
         {
             cache.clear();
@@ -130,8 +147,8 @@ public final class MrEngine implements AutoCloseable
     }
 
     /**
-     * Steps 1 to 3 of {@code mlx5_mr_create_primary}, and the retry with a single segment when step 4 finds
-     * that the chunk changed.
+     * Step 1 of {@code mlx5_mr_create_primary} and the lookup that answers most creates; the other steps are
+     * {@link MrCreation}'s.
      */
     private MrEntry create(final long address, final int owner)
     {
@@ -148,148 +165,12 @@ public final class MrEngine implements AutoCloseable
         {
             return existing;
         }
-
-        // Step 2: the chunk around the address. The walk takes the memory lock itself; the chunk may change
-        // before we use it, which step 4 detects.
-        boolean contiguous = extendToContiguousChunk;
-        Chunk chunk = findChunk(address, contiguous);
-        while (true)
-        {
-            // Step 3: the record is taken without the cache lock, as the reference allocates its MR without
-            // its rwlock: allocation may be slow, lookups must not wait for it.
-            final int slot = table.take(address);
-            final Chunk walked = chunk;
-            final MrEntry entry = memory.withChunk(address, contiguous,
-                recheck -> createIfUnchanged(address, owner, walked, recheck, slot));
-            if (null != entry)
-            {
-                return entry;
-            }
-            // The chunk changed: fall back to the single segment, which cannot change under us.
-            contiguous = false;
-            chunk = findChunk(address, false);
-        }
+        return creation.create(address, owner);
     }
 
     /**
-     * Step 4: re-check under the memory read lock. Segments may have been allocated or freed since the walk.
-     *
-     * @return the entry, or null when the chunk changed (the slot is released).
-     */
-    private MrEntry createIfUnchanged(
-        final long address, final int owner, final Chunk walked, final Chunk recheck, final int slot)
-    {
-        if (null == recheck)
-        {
-            table.release(slot);
-            throw notManaged(address);
-        }
-        // The access too: the address's segment may have been freed and allocated again with another access.
-        if (recheck.start() != walked.start() || recheck.end() != walked.end() || recheck.access() != walked.access())
-        {
-            table.release(slot);
-            return null;
-        }
-        cacheLock.lock();
-        try
-        {
-            return createLocked(address, owner, walked, slot);
-        }
-        finally
-        {
-            cacheLock.unlock();
-        }
-    }
-
-    /** Steps 5 to 8, under the memory read lock and the cache lock. */
-    private MrEntry createLocked(final long address, final int owner, final Chunk chunk, final int slot)
-    {
-        // Step 5: look again under the cache lock: a concurrent request may have created it meanwhile.
-        final MrEntry entry = new MrEntry();
-        if (cache.lookup(address, entry))
-        {
-            table.release(slot);
-            // As the reference: put the entry into the cache again, in case it was found by the table scan.
-            if (!cache.overflowed())
-            {
-                cache.write(() -> cache.insert(entry));
-            }
-            return entry;
-        }
-
-        final MrTable.Coverage coverage = uncoveredSegments(chunk);
-        final long start = chunk.start() + (coverage.msBaseIdx() - chunk.firstSegment()) * segmentSize;
-        final long end = start + coverage.msBmpN() * segmentSize;
-        final Registration registration = register(slot, address, start, end, chunk.access());
-        publish(slot, registration, coverage, 0, owner, chunk.access());
-        LOG.debug("MR {} created for {}: [{}, {}) lkey {} rkey {} access {} msBaseIdx {} msN {} msBmpN {}", slot,
-            Sizes.hex(address), Sizes.hex(start), Sizes.hex(end), Sizes.hex(registration.lkey() & 0xFFFF_FFFFL),
-            Sizes.hex(registration.rkey() & 0xFFFF_FFFFL), Access.describe(chunk.access()), coverage.msBaseIdx(),
-            coverage.live().cardinality(), coverage.msBmpN());
-        if (!cache.lookup(address, entry))
-        {
-            throw new IllegalStateException("MR " + slot + " created for " + Sizes.hex(address) + " but not found");
-        }
-        return entry;
-    }
-
-    /**
-     * Step 6: exclude the chunk's segments already registered by other MRs; trim to the first and last
-     * uncovered one. The address's own segment is uncovered (step 5 found no MR for it), so one is.
-     */
-    private MrTable.Coverage uncoveredSegments(final Chunk chunk)
-    {
-        final BitSet uncovered = new BitSet(chunk.segmentCount());
-        int first = -1;
-        int last = -1;
-        for (int n = 0; n < chunk.segmentCount(); n++)
-        {
-            if (!cache.lookup(chunk.start() + n * segmentSize, scratch))
-            {
-                if (first < 0)
-                {
-                    first = n;
-                }
-                last = n;
-                uncovered.set(n);
-            }
-        }
-        return new MrTable.Coverage(chunk.listIndex(), chunk.firstSegment() + first, last - first + 1,
-            uncovered.get(first, last + 1));
-    }
-
-    /**
-     * Step 7: register, with the chunk's access: all its segments have that one ({@code MemsegList.chunkAround}),
-     * so the MR grants no access their owners did not ask for. The seqlock is not held, so readers go on; the
-     * memory read lock keeps the segments alive and the cache lock keeps other writers out until the MR is in
-     * the table.
-     */
-    private Registration register(final int slot, final long address, final long start, final long end,
-        final int access)
-    {
-        try
-        {
-            return registrar.register(start, end - start, registrationAccess(access));
-        }
-        catch (final MrdException ex)
-        {
-            table.release(slot);
-            LOG.warn("registration of [{}, {}) for address {} failed: {}", Sizes.hex(start), Sizes.hex(end),
-                Sizes.hex(address), ex.oneLine());
-            throw ex;
-        }
-        catch (final RuntimeException ex)
-        {
-            table.release(slot);
-            errorLog.record(ex);
-            throw new MrdException(ErrorCode.EIO, "provider " + registrar.name() + " failed registering [" +
-                Sizes.hex(start) + ", " + Sizes.hex(end) + "): " + ex, ex);
-        }
-    }
-
-    /**
-     * Step 8: the MR's record and its chunks in the global cache, in one write section (also for
-     * {@link ExternalMrs}). Caller holds the cache lock.
+     * Step 8: the MR's record and its chunks in the global cache, in one write section (for {@link MrCreation}
+     * and {@link ExternalMrs}). Caller holds the cache lock.
      */
     void publish(
         final int slot, final Registration registration, final MrTable.Coverage coverage, final int flags,
@@ -375,6 +256,29 @@ public final class MrEngine implements AutoCloseable
         counters.increment(MrdCounter.ALLOCS);
         counters.set(MrdCounter.BYTES_ALLOCATED, memory.bytesAllocated());
         return allocation;
+    }
+
+    /**
+     * The check of an ALLOC with registration, made before allocating: the reply carries one MR's keys, so the
+     * allocation must fit one MR.
+     *
+     * @throws MrdException EINVAL when {@code length}, in whole segments, is longer than the provider registers
+     *                      in one MR, naming the limit and what to do instead.
+     */
+    public void checkRegistersInOneMr(final long length)
+    {
+        final long segmentSize = memory.segmentSize();
+        final long max = creation.maxRegisteredLength();
+        // A length that is not positive is the allocation's to refuse.
+        if (length > 0 && (length - 1) / segmentSize >= max / segmentSize)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "ALLOC with registration of " + Sizes.format(length) +
+                ": provider " + registrar.name() + " registers at most " + Sizes.format(max) + " in one MR " +
+                "(max_mr_size " + registrar.maxRegionLength() + " bytes, in whole segments of " +
+                Sizes.format(segmentSize) + "), and " +
+                "the reply carries one MR's keys: allocate without registration (lookups then register it piece " +
+                "by piece) or allocate at most " + Sizes.format(max) + " at a time");
+        }
     }
 
     /**
@@ -554,6 +458,7 @@ public final class MrEngine implements AutoCloseable
             cacheLock.unlock();
         }
         garbageCollect();
+        awaitRegistrationsInFlight();
         LOG.info("released all MRs: {} pinned bytes left", registrar.pinnedBytes());
     }
 
@@ -566,7 +471,36 @@ public final class MrEngine implements AutoCloseable
         return access | Access.RELAXED_ORDERING;
     }
 
-    private void checkOpen(final long address)
+    /**
+     * Waits (the cache lock released meanwhile) for the registrations that were in flight at close: each finds
+     * the engine closed at its step 8 and deregisters what it registered, so that the provider and the memory
+     * can be closed next with nothing pinned. Bounded, so that a provider that never returns cannot hang
+     * shutdown; what it still holds is then named in the log.
+     */
+    private void awaitRegistrationsInFlight()
+    {
+        cacheLock.lock();
+        try
+        {
+            if (!inFlight.awaitEmpty(CLOSE_WAIT_NANOS))
+            {
+                LOG.warn("registrations of {} still in flight {} s after close: their pins outlive the engine",
+                    inFlight, TimeUnit.NANOSECONDS.toSeconds(CLOSE_WAIT_NANOS));
+            }
+        }
+        finally
+        {
+            cacheLock.unlock();
+        }
+    }
+
+    /** @return true once {@link #close} has begun (set under the cache lock). */
+    boolean isClosed()
+    {
+        return closed;
+    }
+
+    void checkOpen(final long address)
     {
         if (closed)
         {
@@ -575,20 +509,7 @@ public final class MrEngine implements AutoCloseable
         }
     }
 
-    /**
-     * The chunk around {@code address} as the walk finds it; it may change once the memory lock is released.
-     */
-    private Chunk findChunk(final long address, final boolean contiguous)
-    {
-        final Chunk chunk = memory.withChunk(address, contiguous, Function.identity());
-        if (null == chunk)
-        {
-            throw notManaged(address);
-        }
-        return chunk;
-    }
-
-    private MrdException notManaged(final long address)
+    MrdException notManaged(final long address)
     {
         return new MrdException(ErrorCode.ENXIO, "address " + Sizes.hex(address) +
             " is not in memory allocated from mrd (lists span [" + Sizes.hex(memory.list(0).baseVa()) + ", " +

@@ -25,8 +25,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * memory, and the reply. Failures are {@link MrdException}s that the caller answers with their code and
  * message. Thread-safe (the engine and external memory are).
  * <p>
- * Concurrent CREATE_MRs for one range need nothing here: the engine registers under its cache lock and looks
- * the address up again there, so the later request finds the MR the earlier one made.
+ * Concurrent CREATE_MRs for one range need nothing here: the engine marks a range in flight while it registers
+ * it, and a later request for it waits and then finds the MR the earlier one made.
  */
 final class RequestHandler
 {
@@ -126,11 +126,16 @@ final class RequestHandler
      * verbs refuses remote write or atomic without it); unknown bits are refused with EINVAL naming them.
      * With {@code register}, the MR is created before the reply, so the reply carries its keys and the global
      * cache already holds its entry when the client reads them. The MR must hold the whole allocation (the keys
-     * are the handle's); if registration fails or does not, the allocation is freed again (which detaches
-     * whatever MR was made) and the error returned: never memory allocated without the keys asked for.
+     * are the handle's): an allocation longer than the provider registers in one MR is refused before it is made; if
+     * registration fails or does not, the allocation is freed again (which detaches whatever MR was made) and the
+     * error returned: never memory allocated without the keys asked for.
      */
     private Message.Reply allocate(final long length, final int access, final boolean register, final int clientId)
     {
+        if (register)
+        {
+            engine.checkRegistersInOneMr(length);
+        }
         final Allocation allocation = engine.allocate(length, clientId, Access.granted(access, "ALLOC"));
         if (!register)
         {
