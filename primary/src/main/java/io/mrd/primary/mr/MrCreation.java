@@ -392,8 +392,8 @@ final class MrCreation
         if (segments < 1)
         {
             throw new MrdException(ErrorCode.EINVAL, "no MR can be created for " + Sizes.hex(address) +
-                ": provider " + registrar.name() + " registers at most " + maxLength + " bytes (" +
-                Sizes.format(maxLength) + ", the device's max_mr_size) in one MR, less than one memory segment of " +
+                ": provider " + registrar.name() + " accepts at most max_mr_size " + maxLength + " bytes (" +
+                Sizes.format(maxLength) + ") in one registration, less than one memory segment of " +
                 Sizes.format(segmentSize) + ": use a device whose max_mr_size is at least the segment size");
         }
         return (int)Math.min(segments, Integer.MAX_VALUE);

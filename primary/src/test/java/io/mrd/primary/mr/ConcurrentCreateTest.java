@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -116,6 +117,25 @@ class ConcurrentCreateTest
     @ValueSource(booleans = {true, false})
     void createsRacingAllocationsAndFreesRegisterEverySegmentOnce(final boolean extend) throws Exception
     {
+        race(extend, Long.MAX_VALUE, 0);
+    }
+
+    /**
+     * The same race with registrations ten times slower, injected in front of the provider where no engine lock
+     * is held, and a provider that takes at most three segments: frees of held segments wait, creates of
+     * overlapping ranges wait, the rest of each chunk is registered piece by piece.
+     */
+    @ParameterizedTest(name = "--mr-ext-memseg {0}")
+    @ValueSource(booleans = {true, false})
+    void slowSplitRegistrationsRacingAllocationsAndFreesRegisterEverySegmentOnce(final boolean extend)
+        throws Exception
+    {
+        race(extend, 3 * SEG, 2_000_000);
+    }
+
+    private static void race(final boolean extend, final long maxRegionLength, final long injectedLatencyNanos)
+        throws Exception
+    {
         final ProviderConfig provider = ProviderConfig.defaults().withLatencyNanos(200_000);
         final ExecutorService pool = Executors.newFixedThreadPool(THREADS);
         try
@@ -125,6 +145,8 @@ class ConcurrentCreateTest
                 try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(extend)
                     .provider(provider)))
                 {
+                    f.registrar.maxRegionLength = maxRegionLength;
+                    f.registrar.beforeRegister = (address, length) -> LockSupport.parkNanos(injectedLatencyNanos);
                     final List<Allocation> allocations = new ArrayList<>();
                     final List<Runnable> disturbances;
                     if (round % 2 == 0)
@@ -183,6 +205,10 @@ class ConcurrentCreateTest
                         }
                     }
                     f.checkInvariants();
+                    for (final EngineFixture.Mr mr : f.activeMrs())
+                    {
+                        assertTrue(mr.length() <= maxRegionLength, "MR longer than the limit: " + mr);
+                    }
                 }
             }
         }

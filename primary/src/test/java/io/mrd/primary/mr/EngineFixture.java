@@ -36,6 +36,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
 import static io.mrd.layout.sys.Sizes.hex;
@@ -468,6 +469,7 @@ final class EngineFixture implements AutoCloseable
      *   <li>no two ACTIVE MRs share a live segment (or byte, for external memory);</li>
      *   <li>the provider pins exactly the ACTIVE MRs' ranges, it made as many live registrations as there are
      *   ACTIVE MRs, and the counters agree;</li>
+     *   <li>no segment is held (every registration has returned and released its hold);</li>
      *   <li>lookups through the secondaries' reader and through the engine agree with the live chunks at every
      *   segment of every list and at the edges of every chunk.</li>
      * </ul>
@@ -580,6 +582,7 @@ final class EngineFixture implements AutoCloseable
         assertEquals(active.size(), counter(MrdCounter.MRS_ACTIVE), "MRS_ACTIVE counter");
         assertEquals(active.size(), registrar.live(), "live registrations against ACTIVE MRs");
         assertEquals(0, ctl.seqLock().sequence() & 1, "seqlock left odd");
+        assertEquals(0, memory.holdCount(), "segment holds left once every registration has returned\n" + state);
 
         // Lookups: every segment of every list, and the edges of every chunk.
         final List<Long> probes = new ArrayList<>();
@@ -649,10 +652,24 @@ final class EngineFixture implements AutoCloseable
             return delegate.name();
         }
 
+        /**
+         * Runs before each registration reaches the provider, with no engine lock held: where a test injects
+         * latency (a sleep, or a latch) or a failure (by throwing).
+         */
+        volatile BiConsumer<Long, Long> beforeRegister = (address, length) -> {};
+        /** What {@link #maxRegionLength} answers: the device's max_mr_size a test plays. */
+        volatile long maxRegionLength = Long.MAX_VALUE;
+
+        public long maxRegionLength()
+        {
+            return maxRegionLength;
+        }
+
         public Registration register(final long address, final long length, final int access)
         {
             try
             {
+                beforeRegister.accept(address, length);
                 final Registration registration = delegate.register(address, length, access);
                 registrations.incrementAndGet();
                 return registration;

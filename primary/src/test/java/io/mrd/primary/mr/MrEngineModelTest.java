@@ -27,6 +27,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,8 +68,19 @@ class MrEngineModelTest
 
     enum Kind
     {
-        ALLOC, CREATE, CREATE_OUTSIDE, FREE, FREE_PART, REG_EXTERNAL, DEREG_EXTERNAL, RECLAIM
+        ALLOC, CREATE, CREATE_OUTSIDE, FREE, FREE_PART, REG_EXTERNAL, DEREG_EXTERNAL, RECLAIM, CONCURRENT_CREATES
     }
+
+    /** Threads for {@link Kind#CONCURRENT_CREATES}; daemon threads, so that a failed property cannot hang the JVM. */
+    private static final ExecutorService CREATORS = Executors.newFixedThreadPool(4, runnable ->
+    {
+        final Thread thread = new Thread(runnable, "model-creator");
+        thread.setDaemon(true);
+        return thread;
+    });
+    private static final long DEADLINE_SECONDS = 60;
+    /** Injected provider latency while creates run concurrently, so that they overlap in flight. */
+    private static final long LATENCY_NANOS = 500_000;
 
     record Op(Kind kind, int a, int b, int c)
     {
@@ -81,7 +98,8 @@ class MrEngineModelTest
                 Tuple.of(3, Kind.FREE_PART),
                 Tuple.of(2, Kind.REG_EXTERNAL),
                 Tuple.of(2, Kind.DEREG_EXTERNAL),
-                Tuple.of(1, Kind.RECLAIM)),
+                Tuple.of(1, Kind.RECLAIM),
+                Tuple.of(4, Kind.CONCURRENT_CREATES)),
             Arbitraries.integers().between(0, 1 << 20),
             Arbitraries.integers().between(0, 1 << 20),
             Arbitraries.integers().between(0, 1 << 20)).as(Op::new);
@@ -89,29 +107,38 @@ class MrEngineModelTest
     }
 
     @Property(tries = 75, shrinking = ShrinkingMode.BOUNDED)
-    void engineAgreesWithTheModelRegisteringWholeChunks(@ForAll("ops") final List<Op> ops)
+    void engineAgreesWithTheModelRegisteringWholeChunks(@ForAll("ops") final List<Op> ops) throws Exception
     {
-        run(ops, true);
+        run(ops, true, Long.MAX_VALUE);
     }
 
     @Property(tries = 75, shrinking = ShrinkingMode.BOUNDED)
-    void engineAgreesWithTheModelRegisteringSingleSegments(@ForAll("ops") final List<Op> ops)
+    void engineAgreesWithTheModelRegisteringSingleSegments(@ForAll("ops") final List<Op> ops) throws Exception
     {
-        run(ops, false);
+        run(ops, false, Long.MAX_VALUE);
     }
 
-    private static void run(final List<Op> ops, final boolean extend)
+    /** A provider whose max_mr_size is three and a half segments: chunks longer than three are split. */
+    @Property(tries = 50, shrinking = ShrinkingMode.BOUNDED)
+    void engineAgreesWithTheModelSplittingAtTheMaxRegionLength(@ForAll("ops") final List<Op> ops) throws Exception
+    {
+        run(ops, true, 3 * SEG + SEG / 2);
+    }
+
+    private static void run(final List<Op> ops, final boolean extend, final long maxRegionLength) throws Exception
     {
         try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).geometry(LISTS, SEGMENTS, SEG)
             .extend(extend)))
         {
+            f.registrar.maxRegionLength = maxRegionLength;
             final Model model = new Model(f);
             f.checkInvariants();
             int step = 0;
             for (final Op op : ops)
             {
                 final long devGenBefore = f.devGen();
-                final String what = "step " + step + " " + op + " (--mr-ext-memseg " + extend + ")";
+                final String what = "step " + step + " " + op + " (--mr-ext-memseg " + extend + ", max region " +
+                    maxRegionLength + ")";
                 final boolean invalidating = switch (op.kind())
                 {
                     case ALLOC -> model.allocate(op);
@@ -122,6 +149,7 @@ class MrEngineModelTest
                     case REG_EXTERNAL -> model.registerExternal(op);
                     case DEREG_EXTERNAL -> model.deregisterExternal(op);
                     case RECLAIM -> model.reclaim(op);
+                    case CONCURRENT_CREATES -> model.createConcurrently(op);
                 };
                 final long devGen = f.devGen();
                 assertTrue(devGen >= devGenBefore, what + ": devGen went back from " + devGenBefore + " to " + devGen);
@@ -289,6 +317,13 @@ class MrEngineModelTest
                     uncovered.add(s);
                 }
             }
+            // Longer than the provider takes: a window of the longest it takes, at the address where it fits.
+            final int max = maxSegments();
+            if (uncovered.last() - uncovered.first() + 1 > max)
+            {
+                final int windowStart = Math.max(uncovered.first(), Math.min(segment, uncovered.last() + 1 - max));
+                uncovered.removeIf(s -> s < windowStart || s >= windowStart + max);
+            }
             int entryFirst = segment;
             while (entryFirst > chunkFirst && uncovered.contains(entryFirst - 1))
             {
@@ -337,6 +372,128 @@ class MrEngineModelTest
             assertEquals(expectedAccess, entry.access, "access of " + what + ": " + entry);
             assertEquals(Access.isRemote(expectedAccess), entry.rkey != Access.NO_RKEY,
                 "an rkey exactly for remote access: " + what + ": " + entry);
+        }
+
+        private int maxSegments()
+        {
+            return (int)Math.min(f.registrar.maxRegionLength / SEG, SEGMENTS);
+        }
+
+        /**
+         * Two to four creates at once, with provider latency so that they overlap in flight. Which MRs come out
+         * depends on the interleaving, so the model checks what any interleaving must give and then adopts the
+         * engine's new MRs: each create returns an entry holding its address, which lookups then find; the MRs
+         * that existed are unchanged; each new MR was registered once, covers only segments that were
+         * allocated, uncovered and of one chunk, is trimmed to live segments at both ends and fits the limit.
+         */
+        boolean createConcurrently(final Op op) throws Exception
+        {
+            final List<int[]> allocated = new ArrayList<>();
+            for (int l = 0; l < LISTS; l++)
+            {
+                for (int s = 0; s < SEGMENTS; s++)
+                {
+                    if (owner[l][s] != 0)
+                    {
+                        allocated.add(new int[]{l, s});
+                    }
+                }
+            }
+            if (allocated.isEmpty())
+            {
+                return createOutside(op);
+            }
+            final java.util.Random random = new java.util.Random(op.a() * 31L + op.b());
+            final int creates = 2 + op.c() % 3;
+            final List<Long> addresses = new ArrayList<>();
+            for (int i = 0; i < creates; i++)
+            {
+                final int[] pick = allocated.get(random.nextInt(allocated.size()));
+                addresses.add(address(pick[0], pick[1]) + (random.nextLong(SEG) & ~7L));
+            }
+            final Map<Integer, ModelMr> before = new LinkedHashMap<>(mrs);
+            final int registrationsBefore = f.registrar.registrations.get();
+
+            f.registrar.beforeRegister = (address, length) -> LockSupport.parkNanos(LATENCY_NANOS);
+            final List<MrEntry> entries = new ArrayList<>();
+            try
+            {
+                final CyclicBarrier start = new CyclicBarrier(creates);
+                final List<Future<MrEntry>> results = new ArrayList<>();
+                for (final long address : addresses)
+                {
+                    final int who = owner[f.memory.listOf(address).index()][segmentIndex(address)];
+                    results.add(CREATORS.submit(() ->
+                    {
+                        start.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
+                        return f.engine.createMr(address, who);
+                    }));
+                }
+                for (final Future<MrEntry> result : results)
+                {
+                    entries.add(result.get(DEADLINE_SECONDS, TimeUnit.SECONDS));
+                }
+            }
+            finally
+            {
+                f.registrar.beforeRegister = (address, length) -> {};
+            }
+
+            final String state = "concurrent creates at " + addresses.stream().map(Sizes::hex).toList() + "\n" +
+                f.describe();
+            int added = 0;
+            for (final EngineFixture.Mr mr : f.activeMrs())
+            {
+                final ModelMr known = before.get(mr.lkey());
+                if (null != known)
+                {
+                    continue;
+                }
+                added++;
+                assertFalse(mr.external(), state);
+                final int list = mr.listIndex();
+                final int first = mr.msBaseIdx();
+                final int last = first + mr.msBmpN() - 1;
+                assertTrue(mr.msBmpN() <= maxSegments(), "MR longer than the limit: " + mr + "\n" + state);
+                final Set<Long> live = new HashSet<>();
+                for (final MrEntry chunk : mr.chunks())
+                {
+                    for (long a = chunk.start; a < chunk.end; a += SEG)
+                    {
+                        live.add(a);
+                    }
+                }
+                assertTrue(live.contains(address(list, first)) && live.contains(address(list, last)),
+                    "MR not trimmed to live segments: " + mr + "\n" + state);
+                for (int s = first; s <= last; s++)
+                {
+                    assertTrue(owner[list][s] != 0 && mayShareMr(list, s, first),
+                        "MR range leaves its chunk at segment " + s + ": " + mr + "\n" + state);
+                    if (live.contains(address(list, s)))
+                    {
+                        assertNull(mrOf[list][s], "segment " + s + " registered twice: " + mr + "\n" + state);
+                        mrOf[list][s] = mr.lkey();
+                    }
+                }
+                mrs.put(mr.lkey(), new ModelMr(mr.lkey(), access[list][first], mr.start(), mr.end(), false, live));
+            }
+            assertEquals(registrationsBefore + added, f.registrar.registrations.get(),
+                "registrations against new MRs\n" + state);
+            for (int i = 0; i < creates; i++)
+            {
+                final long address = addresses.get(i);
+                final MrEntry entry = entries.get(i);
+                assertTrue(entry.containsRange(address, 1), entry + " for " + hex(address) + "\n" + state);
+                assertEquals(mrOf[f.memory.listOf(address).index()][segmentIndex(address)], entry.lkey,
+                    "lkey returned for " + hex(address) + "\n" + state);
+                created.put(address, entry.lkey);
+            }
+            return false;
+        }
+
+        private int segmentIndex(final long address)
+        {
+            return f.memory.listOf(address).segmentIndex(address);
         }
 
         boolean createOutside(final Op op)
