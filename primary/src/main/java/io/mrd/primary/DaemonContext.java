@@ -5,6 +5,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.MemoryManager;
+import io.mrd.primary.provider.PagePopulator;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrars;
 
@@ -46,6 +47,11 @@ public final class DaemonContext
     public static final int DEFAULT_MAX_CLIENTS = 256;
     /** Threads that run requests (registrations are slow and never run on the socket's event loop). */
     public static final int DEFAULT_WORKER_THREADS = 4;
+    /**
+     * Threads that fault in one large range before it is pinned, the registering worker included: one a processor,
+     * at most 4 ({@link PagePopulator}).
+     */
+    public static final int DEFAULT_POPULATE_THREADS = PagePopulator.defaultThreads();
     /** Register the whole virtually contiguous chunk around an address by default, as DPDK's mr_ext_memseg_en. */
     public static final boolean DEFAULT_MR_EXT_MEMSEG = true;
     /** Default of the bytes registrations may pin: 0, no limit of mrd's own (RLIMIT_MEMLOCK applies anyway). */
@@ -73,6 +79,8 @@ public final class DaemonContext
     public static final int MAX_CLIENTS = 65536;
     /** Most request threads. */
     public static final int MAX_WORKER_THREADS = 256;
+    /** Most threads that populate one range. */
+    public static final int MAX_POPULATE_THREADS = PagePopulator.MAX_THREADS;
     /** Most fault-injection latency added to a registration: 10 s, past any request timeout. */
     public static final long MAX_REGISTRATION_LATENCY_NANOS = 10_000_000_000L;
 
@@ -89,6 +97,7 @@ public final class DaemonContext
     private int maxClients = DEFAULT_MAX_CLIENTS;
     private int heartbeatIntervalMs = Heartbeat.DEFAULT_INTERVAL_MS;
     private int workerThreads = DEFAULT_WORKER_THREADS;
+    private int populateThreads = DEFAULT_POPULATE_THREADS;
     private boolean mrExtMemseg = DEFAULT_MR_EXT_MEMSEG;
     private String provider = ProviderConfig.SOFT;
     private Optional<String> device = Optional.empty();
@@ -130,6 +139,7 @@ public final class DaemonContext
         origins.fromEnvironment(env, DaemonSetting.CACHE_CAPACITY, Integer::parseInt, this::cacheCapacity);
         origins.fromEnvironment(env, DaemonSetting.MAX_CLIENTS, Integer::parseInt, this::maxClients);
         origins.fromEnvironment(env, DaemonSetting.WORKER_THREADS, Integer::parseInt, this::workerThreads);
+        origins.fromEnvironment(env, DaemonSetting.POPULATE_THREADS, Integer::parseInt, this::populateThreads);
         origins.fromEnvironment(env, DaemonSetting.HEARTBEAT_INTERVAL, Integer::parseInt, this::heartbeatIntervalMs);
         origins.fromEnvironment(env, DaemonSetting.MR_EXT_MEMSEG, DaemonSetting::parseBoolean, this::mrExtMemseg);
         origins.fromEnvironment(env, DaemonSetting.PROVIDER, Function.identity(), this::provider);
@@ -191,7 +201,7 @@ public final class DaemonContext
     public ProviderConfig providerConfig()
     {
         return new ProviderConfig(provider, maxPinned, failNth, registrationLatencyNanos, device,
-            Optional.of(Path.of(ibverbsLibrary)));
+            Optional.of(Path.of(ibverbsLibrary)), populateThreads);
     }
 
     public Path dir()
@@ -333,6 +343,20 @@ public final class DaemonContext
     {
         this.workerThreads = workerThreads;
         return given(DaemonSetting.WORKER_THREADS);
+    }
+
+    /**
+     * @return threads that fault in one large range before it is pinned, the registering worker included.
+     */
+    public int populateThreads()
+    {
+        return populateThreads;
+    }
+
+    public DaemonContext populateThreads(final int populateThreads)
+    {
+        this.populateThreads = populateThreads;
+        return given(DaemonSetting.POPULATE_THREADS);
     }
 
     public boolean mrExtMemseg()
@@ -497,6 +521,7 @@ public final class DaemonContext
             ", maxClients=" + maxClients +
             ", heartbeatIntervalMs=" + heartbeatIntervalMs +
             ", workerThreads=" + workerThreads +
+            ", populateThreads=" + populateThreads +
             ", mrExtMemseg=" + mrExtMemseg +
             ", provider=" + provider +
             ", device=" + device.orElse("first") +

@@ -16,6 +16,7 @@ import static io.mrd.primary.DaemonContext.MAX_CACHE_CAPACITY;
 import static io.mrd.primary.DaemonContext.MAX_CLIENTS;
 import static io.mrd.primary.DaemonContext.MAX_LISTS;
 import static io.mrd.primary.DaemonContext.MAX_MRS;
+import static io.mrd.primary.DaemonContext.MAX_POPULATE_THREADS;
 import static io.mrd.primary.DaemonContext.MAX_REGISTRATION_LATENCY_NANOS;
 import static io.mrd.primary.DaemonContext.MAX_WORKER_THREADS;
 import static io.mrd.primary.DaemonContext.MIN_CACHE_CAPACITY;
@@ -55,6 +56,7 @@ final class DaemonSettingChecks
         final int maxClients = context.maxClients();
         final int heartbeatIntervalMs = context.heartbeatIntervalMs();
         final int workerThreads = context.workerThreads();
+        final int populateThreads = context.populateThreads();
         final String provider = context.provider();
         final long maxPinned = context.maxPinned();
         final List<Integer> allowGids = context.allowGids();
@@ -100,6 +102,7 @@ final class DaemonSettingChecks
         checkRange(DaemonSetting.HEARTBEAT_INTERVAL, heartbeatIntervalMs, " ms", Heartbeat.MIN_INTERVAL_MS,
             Heartbeat.MAX_INTERVAL_MS);
         checkRange(DaemonSetting.WORKER_THREADS, workerThreads, "", 1, MAX_WORKER_THREADS);
+        checkRange(DaemonSetting.POPULATE_THREADS, populateThreads, "", 1, MAX_POPULATE_THREADS);
         if (!Registrars.NAMES.contains(provider))
         {
             throw invalid("unknown provider '" + provider + "': --provider takes one of " +
