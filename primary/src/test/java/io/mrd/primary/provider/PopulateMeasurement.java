@@ -12,11 +12,11 @@ import java.util.concurrent.Future;
 
 /**
  * Measures what {@link PagePopulator}'s Javadoc and the README's tuning notes state, on fresh shared memory (a
- * memfd: tmpfs pages, as {@code /dev/shm} has), through the classes the providers use. Prints; asserts nothing (a measurement, not a test). Run with
- * the test class path, e.g.
+ * memfd: tmpfs pages, as {@code /dev/shm} has), through the classes the providers use. Prints; asserts nothing
+ * (a measurement, not a test). After {@code mvn test-compile -pl primary -am}:
  * <pre>
- *   java -cp primary/target/classes:primary/target/test-classes:shared-layout/target/classes:$(deps) \
- *       --enable-native-access=ALL-UNNAMED io.mrd.primary.provider.PopulateMeasurement [MiB] [reps]
+ *   java -cp primary/target/classes:primary/target/test-classes:shared-layout/target/classes \
+ *       --enable-native-access=ALL-UNNAMED io.mrd.primary.provider.PopulateMeasurement [MiB] [runs]
  * </pre>
  */
 public final class PopulateMeasurement
