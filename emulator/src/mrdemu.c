@@ -22,7 +22,9 @@
  * ibv_poll_cq call. mrdemu.h declares the two extension symbols.
  *
  * Devices are mrdemu0 .. mrdemu<N-1>, N from MRDEMU_DEVICES (default 1, at
- * most 8), read by every ibv_get_device_list. Each ibv_open_device creates a
+ * most 8), read by every ibv_get_device_list. A device's max_mr_size is
+ * MRDEMU_MAX_MR_SIZE (bytes, default 1 TiB), read by ibv_open_device: a test
+ * sets a small one to see ranges split at it. Each ibv_open_device creates a
  * new device instance: its state in a memfd (state.h), which is the
  * context's cmd_fd, and its DMA engine thread (engine.c). Another process
  * joins that instance with ibv_import_device on a dup of the fd. The
@@ -104,6 +106,22 @@ const char *ibv_get_device_name(struct ibv_device *device)
 	return device ? device->name : NULL;
 }
 
+/* MRDEMU_MAX_MR_SIZE, or the default when it is unset or not a positive number of bytes. */
+static uint64_t max_mr_size(void)
+{
+	const char *env = getenv("MRDEMU_MAX_MR_SIZE");
+	char *end;
+	unsigned long long n;
+
+	if (!env || !*env || *env == '-')
+		return EMU_MAX_MR_SIZE;
+	errno = 0;
+	n = strtoull(env, &end, 10);
+	if (*end || errno || n == 0)
+		return EMU_MAX_MR_SIZE;
+	return (uint64_t)n;
+}
+
 static int device_index(struct ibv_device *device)
 {
 	for (int i = 0; i < EMU_MAX_DEVICES; i++)
@@ -120,7 +138,7 @@ static void fill_device_attr(struct emu_shared *sh, struct ibv_device_attr *attr
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "mrdemu %u", EMU_LAYOUT_VERSION);
 	attr->node_guid = sh->nonce;
 	attr->sys_image_guid = sh->nonce;
-	attr->max_mr_size = EMU_MAX_MR_SIZE;
+	attr->max_mr_size = sh->max_mr_size;
 	attr->page_size_cap = EMU_PAGE;
 	attr->vendor_id = 0;
 	attr->vendor_part_id = 0;
@@ -287,7 +305,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto fail_fd;
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		nonce = (uint64_t)getpid() << 32 ^ emu_now_ns();
-	emu_state_init(sh, (uint32_t)index, nonce);
+	emu_state_init(sh, (uint32_t)index, nonce, max_mr_size());
 	ctx = new_context(sh, fd, 1);
 	if (!ctx) {
 		errno = ENOMEM;

@@ -185,8 +185,9 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	/* The verbs specification: remote write or atomic access needs local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE))
 		return fail_null(EINVAL);
-	if (length > EMU_MAX_MR_SIZE)
-		return fail_null(ENOMEM);
+	/* A driver refuses an MR longer than the max_mr_size it reports with EINVAL (as erdma does). */
+	if (length > sh->max_mr_size)
+		return fail_null(EINVAL);
 	if ((uintptr_t)addr + length < (uintptr_t)addr || iova + length < iova)
 		return fail_null(EINVAL);
 	if (!range_mapped((uintptr_t)addr, length))

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce)
+void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce, uint64_t max_mr_size)
 {
 	static const uint32_t max[EMU_KINDS] = { EMU_MAX_PD, EMU_MAX_MR, EMU_MAX_CQ, EMU_MAX_QP };
 	pthread_mutexattr_t attr;
@@ -26,6 +26,7 @@ void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce
 	sh->device_index = device_index;
 	sh->map_size = EMU_MAP_SIZE;
 	sh->nonce = nonce;
+	sh->max_mr_size = max_mr_size;
 	sh->opener_pid = (uint32_t)getpid();
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);

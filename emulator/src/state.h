@@ -52,7 +52,7 @@
 #include <stdint.h>
 
 #define EMU_MAGIC 0x756d65647272646dULL /* "mdrrdemu" */
-#define EMU_LAYOUT_VERSION 1u
+#define EMU_LAYOUT_VERSION 2u
 
 /* Table capacities, reported by ibv_query_device. */
 #define EMU_MAX_PD 256u
@@ -65,6 +65,7 @@
 #define EMU_MAX_QP_WR 16384u
 #define EMU_MAX_SGE 30u
 #define EMU_MAX_CQE (1u << 20)
+/* The default max_mr_size; MRDEMU_MAX_MR_SIZE (bytes) in the opener's environment sets another. */
 #define EMU_MAX_MR_SIZE (1ULL << 40)
 #define EMU_MAX_MSG_SZ (1u << 31)
 #define EMU_MAX_RD_ATOM 16u
@@ -236,6 +237,7 @@ struct emu_shared {
 	uint32_t device_index;		/* the N of mrdemuN */
 	uint64_t map_size;
 	uint64_t nonce;			/* tells devices apart across mappings */
+	uint64_t max_mr_size;		/* longest MR, fixed by the opener: every importer sees one limit */
 	uint32_t opener_pid;
 	_Atomic uint32_t device_state;
 	pthread_mutex_t lock;		/* robust, process-shared */
@@ -311,7 +313,7 @@ static inline uint32_t emu_qpn_index(uint32_t qp_num)
 #pragma GCC visibility push(hidden)
 
 /* state.c: the lock, the index FIFOs, the ring heap, futexes, spinlocks */
-void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce);
+void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce, uint64_t max_mr_size);
 int emu_lock(struct emu_shared *sh);
 void emu_unlock(struct emu_shared *sh);
 /* Returns an index, or UINT32_MAX when the table is full. Under the lock. */

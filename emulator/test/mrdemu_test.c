@@ -757,7 +757,7 @@ static void registration_checks_what_the_kernel_checks(void)
 	CHECK(!ibv_reg_mr(pd, hole, 4096, IBV_ACCESS_LOCAL_WRITE) && errno == EFAULT, "unmapped: %s", strerror(errno));
 	CHECK(!ibv_reg_mr(pd, a, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL, "REMOTE_WRITE without LOCAL_WRITE");
 	CHECK(!ibv_reg_mr(pd, a, 0, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "zero length");
-	CHECK(!ibv_reg_mr(pd, a, 1ull << 41, IBV_ACCESS_LOCAL_WRITE) && errno == ENOMEM, "past max_mr_size");
+	CHECK(!ibv_reg_mr(pd, a, 1ull << 41, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "past max_mr_size");
 	/* The optional flags go through ibv_reg_mr_iova2, as the macro sends them. */
 	{
 		unsigned int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING;
@@ -1253,6 +1253,40 @@ static void device_list_follows_mrdemu_devices(void)
 	ibv_free_device_list(list);
 }
 
+static void max_mr_size_follows_mrdemu_max_mr_size_and_bounds_registration(void)
+{
+	struct ibv_context *ctx, *imported;
+	struct ibv_device_attr attr;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	char *a = shared_memory(3 * 4096);
+
+	setenv("MRDEMU_MAX_MR_SIZE", "8192", 1);
+	ctx = open_device();
+	unsetenv("MRDEMU_MAX_MR_SIZE");
+	CHECK_EQ(ibv_query_device(ctx, &attr), 0, "ibv_query_device");
+	CHECK_EQ(attr.max_mr_size, 8192, "max_mr_size from the opener's environment");
+	imported = ibv_import_device(dup(ctx->cmd_fd));
+	CHECK(imported, "import: %s", strerror(errno));
+	CHECK_EQ(ibv_query_device(imported, &attr), 0, "ibv_query_device on the import");
+	CHECK_EQ(attr.max_mr_size, 8192, "an importer sees the opener's limit");
+	ibv_close_device(imported);
+	pd = alloc_pd(ctx);
+	mr = ibv_reg_mr(pd, a, 8192, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "exactly max_mr_size: %s", strerror(errno));
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
+	CHECK(!ibv_reg_mr(pd, a, 8193, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "one byte past max_mr_size");
+	check_live(ctx, 1, 0, 0, 0);
+	ibv_close_device(ctx);
+
+	setenv("MRDEMU_MAX_MR_SIZE", "lots", 1);
+	ctx = open_device();
+	unsetenv("MRDEMU_MAX_MR_SIZE");
+	CHECK_EQ(ibv_query_device(ctx, &attr), 0, "ibv_query_device");
+	CHECK_EQ(attr.max_mr_size, 1ull << 40, "not a number: the default");
+	ibv_close_device(ctx);
+}
+
 /* ---- main ---------------------------------------------------------------------------------------- */
 
 struct test_case {
@@ -1286,6 +1320,7 @@ static const struct test_case cases[] = {
 	CASE(an_idle_device_costs_no_cpu),
 	CASE(closing_the_opener_ends_the_device_for_importers),
 	CASE(device_list_follows_mrdemu_devices),
+	CASE(max_mr_size_follows_mrdemu_max_mr_size_and_bounds_registration),
 };
 
 int main(int argc, char **argv)

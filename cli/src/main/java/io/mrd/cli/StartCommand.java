@@ -106,6 +106,12 @@ public final class StartCommand implements Callable<Integer>
             "loop; default: ${DEFAULT-VALUE}).")
     int workerThreads;
 
+    @Option(names = "--populate-threads", paramLabel = "N",
+        description = "Threads that fault in a large range before it is pinned, the registering worker included; " +
+            "1 faults in on the worker alone (1 to " + DaemonContext.MAX_POPULATE_THREADS + "; default: " +
+            "${DEFAULT-VALUE}, one a processor and at most 4).")
+    int populateThreads;
+
     @Option(names = "--heartbeat-interval", paramLabel = "MS",
         description = "Milliseconds between heartbeats, " + Heartbeat.MIN_INTERVAL_MS + " to " +
             Heartbeat.MAX_INTERVAL_MS + "; every reader counts the daemon dead after " + Heartbeat.STALE_INTERVALS +
@@ -176,6 +182,7 @@ public final class StartCommand implements Callable<Integer>
                 case "--cache-capacity" -> Integer.toString(DaemonContext.DEFAULT_CACHE_CAPACITY);
                 case "--max-clients" -> Integer.toString(DaemonContext.DEFAULT_MAX_CLIENTS);
                 case "--worker-threads" -> Integer.toString(DaemonContext.DEFAULT_WORKER_THREADS);
+                case "--populate-threads" -> Integer.toString(DaemonContext.DEFAULT_POPULATE_THREADS);
                 case "--heartbeat-interval" -> Integer.toString(Heartbeat.DEFAULT_INTERVAL_MS);
                 case "--provider" -> ProviderConfig.SOFT;
                 case "--max-pinned" -> Long.toString(DaemonContext.DEFAULT_MAX_PINNED);
@@ -271,6 +278,10 @@ public final class StartCommand implements Callable<Integer>
         if (given.hasMatchedOption("--worker-threads"))
         {
             context.workerThreads(workerThreads);
+        }
+        if (given.hasMatchedOption("--populate-threads"))
+        {
+            context.populateThreads(populateThreads);
         }
         if (given.hasMatchedOption("--heartbeat-interval"))
         {

@@ -61,6 +61,8 @@ final class StartCommandContextTest
                 DaemonContext.DEFAULT_MAX_CLIENTS, DaemonContext::maxClients),
             new Row(List.of("--worker-threads", "4"), Map.of("MRD_WORKER_THREADS", "2"), 4, 2,
                 DaemonContext.DEFAULT_WORKER_THREADS, DaemonContext::workerThreads),
+            new Row(List.of("--populate-threads", "1"), Map.of("MRD_POPULATE_THREADS", "3"), 1, 3,
+                DaemonContext.DEFAULT_POPULATE_THREADS, DaemonContext::populateThreads),
             new Row(List.of("--heartbeat-interval", "100"), Map.of("MRD_HEARTBEAT_INTERVAL_MS", "300"), 100, 300,
                 100, DaemonContext::heartbeatIntervalMs),
             new Row(List.of("--mr-ext-memseg"), Map.of("MRD_MR_EXT_MEMSEG", "false"), true, false, true,
@@ -119,7 +121,8 @@ final class StartCommandContextTest
             .replaceAll("\\s+", " ");
         for (final String text : List.of("(default: 0x100000000000)", "(default: 2GiB)", "(default: 512MiB)",
             "(default: 1GiB)", "(default: 4096)", "(default: 1048576;", "(default: 256)", "default: 4)",
-            "(default: 100)", "(default: soft)", "(default: 0, no mrd limit", "(default: true)"))
+            "(default: 100)", "(default: soft)", "(default: 0, no mrd limit", "(default: true)",
+            "default: " + DaemonContext.DEFAULT_POPULATE_THREADS + ", one a processor and at most 4)"))
         {
             assertTrue(help.contains(text), help + "\nshould contain " + text);
         }

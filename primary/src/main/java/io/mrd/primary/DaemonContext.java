@@ -1,16 +1,14 @@
 package io.mrd.primary;
 
-import io.mrd.layout.ControlFileLayout;
-import io.mrd.layout.ErrorCode;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.MemoryManager;
+import io.mrd.primary.provider.PagePopulator;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrars;
 
-import java.math.BigDecimal;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -49,6 +47,11 @@ public final class DaemonContext
     public static final int DEFAULT_MAX_CLIENTS = 256;
     /** Threads that run requests (registrations are slow and never run on the socket's event loop). */
     public static final int DEFAULT_WORKER_THREADS = 4;
+    /**
+     * Threads that fault in one large range before it is pinned, the registering worker included: one a processor,
+     * at most 4 ({@link PagePopulator}).
+     */
+    public static final int DEFAULT_POPULATE_THREADS = PagePopulator.defaultThreads();
     /** Register the whole virtually contiguous chunk around an address by default, as DPDK's mr_ext_memseg_en. */
     public static final boolean DEFAULT_MR_EXT_MEMSEG = true;
     /** Default of the bytes registrations may pin: 0, no limit of mrd's own (RLIMIT_MEMLOCK applies anyway). */
@@ -76,6 +79,8 @@ public final class DaemonContext
     public static final int MAX_CLIENTS = 65536;
     /** Most request threads. */
     public static final int MAX_WORKER_THREADS = 256;
+    /** Most threads that populate one range. */
+    public static final int MAX_POPULATE_THREADS = PagePopulator.MAX_THREADS;
     /** Most fault-injection latency added to a registration: 10 s, past any request timeout. */
     public static final long MAX_REGISTRATION_LATENCY_NANOS = 10_000_000_000L;
 
@@ -92,6 +97,7 @@ public final class DaemonContext
     private int maxClients = DEFAULT_MAX_CLIENTS;
     private int heartbeatIntervalMs = Heartbeat.DEFAULT_INTERVAL_MS;
     private int workerThreads = DEFAULT_WORKER_THREADS;
+    private int populateThreads = DEFAULT_POPULATE_THREADS;
     private boolean mrExtMemseg = DEFAULT_MR_EXT_MEMSEG;
     private String provider = ProviderConfig.SOFT;
     private Optional<String> device = Optional.empty();
@@ -133,6 +139,7 @@ public final class DaemonContext
         origins.fromEnvironment(env, DaemonSetting.CACHE_CAPACITY, Integer::parseInt, this::cacheCapacity);
         origins.fromEnvironment(env, DaemonSetting.MAX_CLIENTS, Integer::parseInt, this::maxClients);
         origins.fromEnvironment(env, DaemonSetting.WORKER_THREADS, Integer::parseInt, this::workerThreads);
+        origins.fromEnvironment(env, DaemonSetting.POPULATE_THREADS, Integer::parseInt, this::populateThreads);
         origins.fromEnvironment(env, DaemonSetting.HEARTBEAT_INTERVAL, Integer::parseInt, this::heartbeatIntervalMs);
         origins.fromEnvironment(env, DaemonSetting.MR_EXT_MEMSEG, DaemonSetting::parseBoolean, this::mrExtMemseg);
         origins.fromEnvironment(env, DaemonSetting.PROVIDER, Function.identity(), this::provider);
@@ -165,104 +172,21 @@ public final class DaemonContext
         {
             dir = RunDirectoryPath.resolve(null, Map.of());
         }
-        if (baseVirtaddr <= 0 || baseVirtaddr % Sizes.GIB != 0 || baseVirtaddr >= ADDRESS_SPACE_END)
-        {
-            throw invalid("--base-virtaddr " + Sizes.hex(baseVirtaddr) + " must be a multiple of 1GiB below " +
-                Sizes.hex(ADDRESS_SPACE_END) + " (user address space), e.g. " + Sizes.hex(DEFAULT_BASE_VIRTADDR) +
-                origins.describe(DaemonSetting.BASE_VIRTADDR));
-        }
-        if (maxMemory < SEGMENT_SIZE || maxMemory % SEGMENT_SIZE != 0)
-        {
-            throw invalid("--max-memory " + Sizes.format(maxMemory) + " must be a positive multiple of " +
-                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.MAX_MEMORY));
-        }
-        if (listSize < SEGMENT_SIZE || listSize % SEGMENT_SIZE != 0)
-        {
-            throw invalid("--list-size " + Sizes.format(listSize) + " must be a positive multiple of " +
-                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.LIST_SIZE));
-        }
-        final long effectiveListSize = Math.min(listSize, maxMemory);
-        if (maxMemory % effectiveListSize != 0)
-        {
-            throw invalid("--max-memory " + Sizes.format(maxMemory) + " must be a multiple of --list-size " +
-                Sizes.format(listSize) + origins.describe(DaemonSetting.MAX_MEMORY, DaemonSetting.LIST_SIZE));
-        }
+        DaemonSettingChecks.check(this, origins);
+        final long effectiveListSize = effectiveListSize(maxMemory, listSize);
         listCount = (int)(maxMemory / effectiveListSize);
         segmentsPerList = (int)(effectiveListSize / SEGMENT_SIZE);
-        if (listCount > MAX_LISTS)
-        {
-            throw invalid("--max-memory " + Sizes.format(maxMemory) + " / --list-size " + Sizes.format(listSize) +
-                " gives " + listCount + " lists, more than " + MAX_LISTS + ": raise --list-size" +
-                origins.describe(DaemonSetting.MAX_MEMORY, DaemonSetting.LIST_SIZE));
-        }
-        if (maxExternal < 0 || maxExternal % SEGMENT_SIZE != 0)
-        {
-            throw invalid("--max-external " + Sizes.format(maxExternal) + " must be a multiple of " +
-                Sizes.format(SEGMENT_SIZE) + origins.describe(DaemonSetting.MAX_EXTERNAL));
-        }
-        checkRange(DaemonSetting.MAX_MRS, maxMrs, "", 1, MAX_MRS);
-        checkRange(DaemonSetting.CACHE_CAPACITY, cacheCapacity, "", MIN_CACHE_CAPACITY, MAX_CACHE_CAPACITY);
-        checkRange(DaemonSetting.MAX_CLIENTS, maxClients, "", 1, MAX_CLIENTS);
-        checkRange(DaemonSetting.HEARTBEAT_INTERVAL, heartbeatIntervalMs, " ms", Heartbeat.MIN_INTERVAL_MS,
-            Heartbeat.MAX_INTERVAL_MS);
-        checkRange(DaemonSetting.WORKER_THREADS, workerThreads, "", 1, MAX_WORKER_THREADS);
-        if (!Registrars.NAMES.contains(provider))
-        {
-            throw invalid("unknown provider '" + provider + "': --provider takes one of " +
-                String.join(", ", Registrars.NAMES) + origins.describe(DaemonSetting.PROVIDER));
-        }
-        if (maxPinned < 0)
-        {
-            throw invalid("--max-pinned " + maxPinned + " is negative: give a size such as 16GiB, or 0 for no limit" +
-                origins.describe(DaemonSetting.MAX_PINNED));
-        }
-        for (final int gid : allowGids)
-        {
-            if (gid < 0)
-            {
-                throw invalid("--allow-gid " + gid + " is negative: give a group id (see getent group)" +
-                    origins.describe(DaemonSetting.ALLOW_GID));
-            }
-        }
-        if (failNth < 0)
-        {
-            throw invalid("--fail-nth " + failNth + " is negative: give N >= 1 to fail the Nth registration, or 0" +
-                origins.describe(DaemonSetting.FAIL_NTH));
-        }
-        if (registrationLatencyNanos < 0 || registrationLatencyNanos > MAX_REGISTRATION_LATENCY_NANOS)
-        {
-            throw invalid("--registration-latency " +
-                BigDecimal.valueOf(registrationLatencyNanos, 3).stripTrailingZeros().toPlainString() +
-                " must be between 0 and " + MAX_REGISTRATION_LATENCY_NANOS / 1000 + " microseconds" +
-                origins.describe(DaemonSetting.REGISTRATION_LATENCY));
-        }
-        final long end = baseVirtaddr + 2L * listCount * effectiveListSize + maxExternal;
-        if (end > ADDRESS_SPACE_END)
-        {
-            throw invalid("memory from --base-virtaddr " + Sizes.hex(baseVirtaddr) + " would reach " + Sizes.hex(end) +
-                ", past " + Sizes.hex(ADDRESS_SPACE_END) + " (user address space): lower --base-virtaddr or " +
-                "--max-memory" +
-                origins.describe(DaemonSetting.BASE_VIRTADDR, DaemonSetting.MAX_MEMORY, DaemonSetting.MAX_EXTERNAL));
-        }
-        // The layout's own limit (the mapping stays below 2GiB), checked here so that no daemon starts to find it.
-        ControlFileLayout.compute(listCount, segmentsPerList, maxMrs, cacheCapacity, maxClients);
         concluded = true;
         return this;
     }
 
-    private void checkRange(
-        final DaemonSetting setting, final int value, final String unit, final int min, final int max)
+    /**
+     * @return the size of each memory-segment list: {@code --list-size}, or all of {@code --max-memory} when that
+     * is smaller.
+     */
+    static long effectiveListSize(final long maxMemory, final long listSize)
     {
-        if (value < min || value > max)
-        {
-            throw invalid(setting.option() + " " + value + unit + " must be between " + min + " and " + max +
-                origins.describe(setting));
-        }
-    }
-
-    private static MrdException invalid(final String message)
-    {
-        return new MrdException(ErrorCode.EINVAL, message);
+        return Math.min(listSize, maxMemory);
     }
 
     private DaemonContext given(final DaemonSetting setting)
@@ -277,7 +201,7 @@ public final class DaemonContext
     public ProviderConfig providerConfig()
     {
         return new ProviderConfig(provider, maxPinned, failNth, registrationLatencyNanos, device,
-            Optional.of(Path.of(ibverbsLibrary)));
+            Optional.of(Path.of(ibverbsLibrary)), populateThreads);
     }
 
     public Path dir()
@@ -419,6 +343,20 @@ public final class DaemonContext
     {
         this.workerThreads = workerThreads;
         return given(DaemonSetting.WORKER_THREADS);
+    }
+
+    /**
+     * @return threads that fault in one large range before it is pinned, the registering worker included.
+     */
+    public int populateThreads()
+    {
+        return populateThreads;
+    }
+
+    public DaemonContext populateThreads(final int populateThreads)
+    {
+        this.populateThreads = populateThreads;
+        return given(DaemonSetting.POPULATE_THREADS);
     }
 
     public boolean mrExtMemseg()
@@ -583,6 +521,7 @@ public final class DaemonContext
             ", maxClients=" + maxClients +
             ", heartbeatIntervalMs=" + heartbeatIntervalMs +
             ", workerThreads=" + workerThreads +
+            ", populateThreads=" + populateThreads +
             ", mrExtMemseg=" + mrExtMemseg +
             ", provider=" + provider +
             ", device=" + device.orElse("first") +

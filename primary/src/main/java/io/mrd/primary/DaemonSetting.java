@@ -29,6 +29,7 @@ public enum DaemonSetting
     CACHE_CAPACITY("--cache-capacity", "MRD_CACHE_CAPACITY", "a number"),
     MAX_CLIENTS("--max-clients", "MRD_MAX_CLIENTS", "a number"),
     WORKER_THREADS("--worker-threads", "MRD_WORKER_THREADS", "a number"),
+    POPULATE_THREADS("--populate-threads", "MRD_POPULATE_THREADS", "a number"),
     HEARTBEAT_INTERVAL("--heartbeat-interval", "MRD_HEARTBEAT_INTERVAL_MS", "a number of milliseconds"),
     MR_EXT_MEMSEG("--mr-ext-memseg", "MRD_MR_EXT_MEMSEG", "true or false"),
     PROVIDER("--provider", "MRD_PROVIDER", "a provider name"),

@@ -82,6 +82,8 @@ final class DaemonContextTest
                 DaemonContext::maxClients, "ten"),
             new Row(DaemonSetting.WORKER_THREADS, c -> c.workerThreads(2), 2, "3", 3,
                 DaemonContext.DEFAULT_WORKER_THREADS, DaemonContext::workerThreads, "2.5"),
+            new Row(DaemonSetting.POPULATE_THREADS, c -> c.populateThreads(1), 1, "3", 3,
+                DaemonContext.DEFAULT_POPULATE_THREADS, DaemonContext::populateThreads, "two"),
             new Row(DaemonSetting.HEARTBEAT_INTERVAL, c -> c.heartbeatIntervalMs(300), 300, "500", 500,
                 Heartbeat.DEFAULT_INTERVAL_MS, DaemonContext::heartbeatIntervalMs, "fast"),
             new Row(DaemonSetting.MR_EXT_MEMSEG, c -> c.mrExtMemseg(true), true, "false", false,
@@ -221,6 +223,10 @@ final class DaemonContextTest
                 "from MRD_HEARTBEAT_INTERVAL_MS")),
             new Refusal("no threads", c -> c.workerThreads(0), Map.of(), List.of(
                 "--worker-threads 0 must be between 1 and 256", "MRD_WORKER_THREADS")),
+            new Refusal("no populate threads", c -> c.populateThreads(0), Map.of(), List.of(
+                "--populate-threads 0 must be between 1 and 64", "MRD_POPULATE_THREADS")),
+            new Refusal("too many populate threads", c -> { }, Map.of("MRD_POPULATE_THREADS", "65"), List.of(
+                "--populate-threads 65 must be between 1 and 64", "from MRD_POPULATE_THREADS")),
             new Refusal("unknown provider", c -> { }, Map.of("MRD_PROVIDER", "rxe"), List.of(
                 "unknown provider 'rxe': --provider takes one of soft, ibverbs", "from MRD_PROVIDER")),
             new Refusal("blank provider", c -> c.provider(" "), Map.of(), List.of("unknown provider ' '")),
@@ -292,11 +298,11 @@ final class DaemonContextTest
     void theProviderConfigIsTheContextsProviderSettings()
     {
         final ProviderConfig config = new DaemonContext().provider("ibverbs").device("mlx5_2").maxPinned(GIB)
-            .failNth(4).registrationLatencyNanos(1000)
+            .failNth(4).registrationLatencyNanos(1000).populateThreads(3)
             .applyEnvironment(Map.of(ProviderConfig.LIBRARY_ENV, "/opt/stand-in/libibverbs.so.1"))
             .conclude().providerConfig();
         assertEquals(new ProviderConfig("ibverbs", GIB, 4, 1000, Optional.of("mlx5_2"),
-            Optional.of(Path.of("/opt/stand-in/libibverbs.so.1"))), config);
+            Optional.of(Path.of("/opt/stand-in/libibverbs.so.1")), 3), config);
         assertEquals("/opt/stand-in/libibverbs.so.1", config.library());
         assertEquals(ProviderConfig.DEFAULT_LIBRARY, new DaemonContext().conclude().providerConfig().library());
     }
@@ -310,6 +316,7 @@ final class DaemonContextTest
         for (final String field : List.of("dir=", "hugeDir=auto", "baseVirtaddr=0x100000000000", "maxMemory=64MiB",
             "listSize=32MiB", "lists=2x32MiB", "segmentSize=2MiB", "maxExternal=1GiB", "maxMrs=4096",
             "cacheCapacity=1048576", "maxClients=256", "heartbeatIntervalMs=250", "workerThreads=4",
+            "populateThreads=" + DaemonContext.DEFAULT_POPULATE_THREADS,
             "mrExtMemseg=true", "provider=soft", "device=first", "maxPinned=unlimited", "allowGids=[]",
             "metrics=off", "failNth=0", "registrationLatencyNanos=0", "ibverbsLibrary=libibverbs.so.1",
             "fromEnvironment=[MRD_HEARTBEAT_INTERVAL_MS]"))

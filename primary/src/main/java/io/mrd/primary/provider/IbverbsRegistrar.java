@@ -41,6 +41,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * see from a C program; a libibverbs older than rdma-core 28 has no {@code ibv_reg_mr_iova2}, and then the optional
  * flags are dropped, as devices are allowed to ignore them.
  * <p>
+ * A registration faults the range in first ({@link PagePopulator}: in parallel when it is large), so that
+ * {@code ibv_reg_mr} pins pages that are present instead of faulting them in one by one on the calling thread.
+ * A range longer than the device's {@code max_mr_size} ({@code ibv_query_device}, read at start and given as
+ * {@link #maxRegionLength()}) is refused by the device; the engine splits ranges at that length.
+ * <p>
  * Thread-safe: libibverbs allows registrations on one PD from any number of threads.
  */
 @SuppressWarnings("restricted")
@@ -90,6 +95,16 @@ public final class IbverbsRegistrar implements Registrar
 
     /** {@code IBV_SYSFS_NAME_MAX}: the size of {@code struct ibv_device}'s name, NUL included. */
     static final int DEVICE_NAME_MAX = 64;
+    /**
+     * {@code sizeof(struct ibv_device_attr)}, what {@code ibv_query_device} fills; IbverbsRegistrarTest checks it
+     * against the installed header.
+     */
+    static final int DEVICE_ATTR_SIZE = 232;
+    /**
+     * {@code offsetof(struct ibv_device_attr, max_mr_size)}: after {@code char fw_ver[64]}, {@code node_guid} and
+     * {@code sys_image_guid}.
+     */
+    static final int DEVICE_ATTR_MAX_MR_SIZE = 80;
 
     private static final Logger LOG = LoggerFactory.getLogger(IbverbsRegistrar.class);
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
@@ -114,6 +129,9 @@ public final class IbverbsRegistrar implements Registrar
     private final MemorySegment context;
     private final MemorySegment pd;
     private final SharedDevice sharedDevice;
+    /** The device's {@code max_mr_size}: the longest range one {@code ibv_reg_mr} takes. */
+    private final long maxMrSize;
+    private final PagePopulator populator;
     private final FaultInjection faults;
     private final PinnedBytes pinned;
     /** Live registrations by {@code struct ibv_mr *}: refuses a second deregistration instead of a double free. */
@@ -123,10 +141,12 @@ public final class IbverbsRegistrar implements Registrar
     /**
      * Loads libibverbs, opens the device and allocates the protection domain every registration will use.
      *
-     * @param config {@code library()}, {@code deviceName}, {@code maxPinned} and fault injection apply.
+     * @param config {@code library()}, {@code deviceName}, {@code maxPinned}, {@code populateThreads} and fault
+     *               injection apply.
      * @throws MrdException ENOENT when libibverbs cannot be loaded; ENOSYS when it lacks a symbol; ENODEV when
-     *                      there is no device or not the one named; the errno of {@code ibv_open_device} or
-     *                      {@code ibv_alloc_pd} when they fail. Nothing stays open after a failure.
+     *                      there is no device or not the one named; the errno of {@code ibv_open_device},
+     *                      {@code ibv_query_device} or {@code ibv_alloc_pd} when they fail. Nothing stays open after
+     *                      a failure.
      */
     public IbverbsRegistrar(final ProviderConfig config)
     {
@@ -149,6 +169,8 @@ public final class IbverbsRegistrar implements Registrar
                 bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
             final MethodHandle openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
             close = bind(lookup, "ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+            final MethodHandle queryDevice =
+                bind(lookup, "ibv_query_device", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
             final MethodHandle allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
             deallocPd = bind(lookup, "ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
             regMr = bind(lookup, "ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
@@ -162,6 +184,7 @@ public final class IbverbsRegistrar implements Registrar
             openedContext = openDevice(getDeviceList, freeDeviceList, getDeviceName, openDevice, wanted, opened);
             deviceName = opened[0];
             context = openedContext;
+            maxMrSize = queryMaxMrSize(queryDevice, context, deviceName);
 
             final MemorySegment newPd = (MemorySegment)allocPd.invokeExact(CALL_STATE.get(), context);
             if (MemorySegment.NULL.equals(newPd))
@@ -173,6 +196,7 @@ public final class IbverbsRegistrar implements Registrar
             }
             pd = newPd;
             sharedDevice = new SharedDevice(deviceName, library, lookup::find, context, pd);
+            populator = new PagePopulator(config.populateThreads());
         }
         catch (final Throwable t)
         {
@@ -196,6 +220,14 @@ public final class IbverbsRegistrar implements Registrar
     public String deviceName()
     {
         return deviceName;
+    }
+
+    /**
+     * @return the device's {@code max_mr_size}, as {@code ibv_query_device} reported it at start.
+     */
+    public long maxRegionLength()
+    {
+        return maxMrSize;
     }
 
     /**
@@ -228,6 +260,12 @@ public final class IbverbsRegistrar implements Registrar
         final int errno;
         try
         {
+            // Whatever population could not fault in, ibv_reg_mr refuses with its own errno, which names the cause;
+            // a range the device refuses anyway (past max_mr_size: EINVAL) is not worth faulting in.
+            if (length <= maxMrSize)
+            {
+                populator.populate(address, length);
+            }
             final MemorySegment state = CALL_STATE.get();
             if (0 != (access & Access.OPTIONAL_RANGE) && null != regMrIova2)
             {
@@ -332,6 +370,7 @@ public final class IbverbsRegistrar implements Registrar
             return;
         }
         closed = true;
+        populator.close();
         sharedDevice.close();
         if (!live.isEmpty())
         {
@@ -376,8 +415,8 @@ public final class IbverbsRegistrar implements Registrar
 
     public String toString()
     {
-        return "IbverbsRegistrar{device=" + deviceName + ", library=" + library + ", pinned=" +
-            Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
+        return "IbverbsRegistrar{device=" + deviceName + ", library=" + library + ", maxMrSize=" +
+            Sizes.format(maxMrSize) + ", pinned=" + Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
     }
 
     private static MethodHandle bind(final LoadedLibrary lookup, final String symbol,
@@ -456,6 +495,31 @@ public final class IbverbsRegistrar implements Registrar
         finally
         {
             freeDeviceList.invokeExact(CALL_STATE.get(), list);
+        }
+    }
+
+    /**
+     * @return {@code max_mr_size} of the opened device.
+     * @throws MrdException with the errno {@code ibv_query_device} returned.
+     */
+    private static long queryMaxMrSize(final MethodHandle queryDevice, final MemorySegment context,
+        final String deviceName) throws Throwable
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment attr = arena.allocate(DEVICE_ATTR_SIZE, 8);
+            final int result = (int)queryDevice.invokeExact(CALL_STATE.get(), context, attr);
+            if (0 != result)
+            {
+                // rdma-core returns the errno; older libraries returned -1 and set errno.
+                final int errno = result > 0 ? result : errno();
+                throw new MrdException(ErrorCode.of(errno), "ibv_query_device(" + deviceName + ") failed: " +
+                    ErrorCode.describe(errno) + ": check the device with ibv_devinfo, or use --provider soft");
+            }
+            final long maxMrSize = attr.get(JAVA_LONG, DEVICE_ATTR_MAX_MR_SIZE);
+            // Unsigned in C: past 2^63 (UINT64_MAX, as some devices report) is no limit a range could reach. A
+            // device reporting 0 states no limit either; taken literally it would refuse every registration.
+            return maxMrSize <= 0 ? Long.MAX_VALUE : maxMrSize;
         }
     }
 

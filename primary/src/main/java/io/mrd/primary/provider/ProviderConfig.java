@@ -19,6 +19,8 @@ import java.util.Optional;
  * @param deviceName   the RDMA device to open ({@code --device}), else the first one libibverbs lists.
  * @param libraryPath  libibverbs to load ({@value #LIBRARY_ENV}), else {@value #DEFAULT_LIBRARY} from the
  *                     loader's search path.
+ * @param populateThreads threads that fault in one large range before it is pinned ({@code --populate-threads},
+ *                     the registering thread included; 1 populates on that thread only); see {@link PagePopulator}.
  */
 public record ProviderConfig(
     String name,
@@ -26,7 +28,8 @@ public record ProviderConfig(
     int failNth,
     long latencyNanos,
     Optional<String> deviceName,
-    Optional<Path> libraryPath)
+    Optional<Path> libraryPath,
+    int populateThreads)
 {
     public static final String SOFT = "soft";
     public static final String IBVERBS = "ibverbs";
@@ -47,7 +50,7 @@ public record ProviderConfig(
      */
     public static ProviderConfig defaults()
     {
-        return new ProviderConfig(SOFT, 0, 0, 0, Optional.empty(), Optional.empty());
+        return new ProviderConfig(SOFT, 0, 0, 0, Optional.empty(), Optional.empty(), PagePopulator.defaultThreads());
     }
 
     /**
@@ -60,34 +63,39 @@ public record ProviderConfig(
 
     public ProviderConfig withName(final String name)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
     }
 
     public ProviderConfig withMaxPinned(final long maxPinned)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
     }
 
     public ProviderConfig withFailNth(final int failNth)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
     }
 
     public ProviderConfig withLatencyNanos(final long latencyNanos)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
     }
 
     public ProviderConfig withDeviceName(final String deviceName)
     {
         return new ProviderConfig(name, maxPinned, failNth, latencyNanos, Optional.ofNullable(deviceName),
-            libraryPath);
+            libraryPath, populateThreads);
     }
 
     public ProviderConfig withLibraryPath(final Path libraryPath)
     {
         return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName,
-            Optional.ofNullable(libraryPath));
+            Optional.ofNullable(libraryPath), populateThreads);
+    }
+
+    public ProviderConfig withPopulateThreads(final int populateThreads)
+    {
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
     }
 
     /**
@@ -109,6 +117,7 @@ public record ProviderConfig(
             ", latencyNanos=" + latencyNanos +
             ", device=" + deviceName.orElse("(first)") +
             ", library=" + (IBVERBS.equals(name) ? library() : "(unused)") +
+            ", populateThreads=" + populateThreads +
             '}';
     }
 }

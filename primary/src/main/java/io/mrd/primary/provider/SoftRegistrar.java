@@ -29,6 +29,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * registrations at once); the variant is the low byte of a registration counter, so a key kept after its
  * registration went differs from the next key on the same index, as a stale mkey does on the NIC.
  * <p>
+ * A registration first faults the range in ({@link PagePopulator}: in parallel when it is large), then locks it
+ * with one {@code mlock} on the calling thread; a deregistration unlocks with one {@code munlock} on the calling
+ * thread. Only population gains from more threads (the figures are in {@link PagePopulator}).
+ * <p>
  * Thread-safe: registrations from several threads run their {@code mlock}s in parallel.
  */
 public final class SoftRegistrar implements Registrar
@@ -44,6 +48,7 @@ public final class SoftRegistrar implements Registrar
     private final FaultInjection faults;
     private final PinnedBytes pinned;
     private final PageLocks pageLocks = new PageLocks();
+    private final PagePopulator populator;
     /** Live registrations by key index. */
     private final Map<Integer, Registration> live = new ConcurrentHashMap<>();
     private final AtomicInteger nextIndex = new AtomicInteger(1);
@@ -59,12 +64,22 @@ public final class SoftRegistrar implements Registrar
     }
 
     /**
-     * @param config {@code maxPinned}, {@code failNth} and {@code latencyNanos} apply; the name is not checked.
+     * @param config {@code maxPinned}, {@code failNth}, {@code latencyNanos} and {@code populateThreads} apply; the
+     *               name is not checked.
      */
     public SoftRegistrar(final ProviderConfig config)
     {
+        this(config, new PagePopulator(config.populateThreads()));
+    }
+
+    /**
+     * @param populator faults ranges in before they are locked; closed with this provider.
+     */
+    SoftRegistrar(final ProviderConfig config, final PagePopulator populator)
+    {
         faults = new FaultInjection(config.failNth(), config.latencyNanos());
         pinned = new PinnedBytes(config.maxPinned());
+        this.populator = populator;
     }
 
     public String name()
@@ -91,6 +106,8 @@ public final class SoftRegistrar implements Registrar
         final int errno;
         try
         {
+            // Whatever population could not fault in, mlock refuses with its own errno, which names the cause.
+            populator.populate(address, length);
             errno = pageLocks.lock(address, length);
         }
         catch (final RuntimeException ex)
@@ -154,11 +171,13 @@ public final class SoftRegistrar implements Registrar
     }
 
     /**
-     * Unlocks what live registrations still hold (there should be none) and refuses registrations from then on.
+     * Unlocks what live registrations still hold (there should be none), refuses registrations from then on, and
+     * stops the populator's threads.
      */
     public void close()
     {
         closed = true;
+        populator.close();
         if (!live.isEmpty())
         {
             LOG.warn("soft provider closed with {} registrations live; unlocking them", live.size());

@@ -57,6 +57,8 @@ final class IbverbsRegistrarTest
     private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
 
     private static final Linker LINKER = Linker.nativeLinker();
+    /** The emulator's variable for the max_mr_size its devices report and enforce. */
+    private static final String MAX_MR_SIZE_ENV = "MRDEMU_MAX_MR_SIZE";
 
     private static Path emulator;
     /** {@code int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])}: with NULL, this process's. */
@@ -162,12 +164,12 @@ final class IbverbsRegistrarTest
         final IbverbsRegistrar ibverbs = registrar(config());
         final MemorySegment buffer = memory.allocate(MIB, 4096);
 
-        // Longer than the device's max_mr_size (1 TiB), as the kernel refuses what it cannot pin.
-        final MrdException enomem = assertThrows(MrdException.class,
+        // Longer than the device's max_mr_size (1 TiB): a driver's EINVAL.
+        final MrdException tooLong = assertThrows(MrdException.class,
             () -> ibverbs.register(buffer.address(), 2L << 40, LOCAL_ACCESS));
-        assertEquals(ErrorCode.ENOMEM, enomem.code());
-        assertTrue(enomem.getMessage().contains("failed: ENOMEM: Cannot allocate memory"), enomem.getMessage());
-        assertTrue(enomem.getMessage().contains("RLIMIT_MEMLOCK is "), enomem.getMessage());
+        assertEquals(ErrorCode.EINVAL, tooLong.code());
+        assertTrue(tooLong.getMessage().startsWith("ibv_reg_mr of 2TiB at "), tooLong.getMessage());
+        assertTrue(tooLong.getMessage().endsWith("failed: EINVAL: Invalid argument"), tooLong.getMessage());
 
         // Remote write without local write: the verbs specification's EINVAL.
         final MrdException einval = assertThrows(MrdException.class,
@@ -187,6 +189,73 @@ final class IbverbsRegistrarTest
         assertEquals(0, ibverbs.pinnedBytes());
         assertEquals(0, ibverbs.liveCount());
         assertEquals(0, liveMrs());
+    }
+
+    @Test
+    void mirrorsStructIbvDeviceAttrUpToMaxMrSize()
+    {
+        assertEquals(EmulatedDevice.layoutOf("sizeof.ibv_device_attr"), IbverbsRegistrar.DEVICE_ATTR_SIZE,
+            "sizeof(struct ibv_device_attr)");
+        assertEquals(EmulatedDevice.layoutOf("ibv_device_attr.max_mr_size"), IbverbsRegistrar.DEVICE_ATTR_MAX_MR_SIZE,
+            "offsetof(struct ibv_device_attr, max_mr_size)");
+    }
+
+    @Test
+    void maxRegionLengthIsTheDevicesMaxMrSizeAndTheDeviceRefusesLongerRanges() throws Throwable
+    {
+        assertEquals(1L << 40, registrar(config()).maxRegionLength(), "the emulator's default max_mr_size, 1 TiB");
+
+        maxMrSize(4 * MIB);
+        final IbverbsRegistrar ibverbs;
+        try
+        {
+            ibverbs = registrar(config());
+        }
+        finally
+        {
+            maxMrSize(0);
+        }
+        assertEquals(4 * MIB, ibverbs.maxRegionLength(), "what ibv_query_device reported at start");
+        final MemorySegment buffer = memory.allocate(8 * MIB, 4096);
+        ibverbs.deregister(ibverbs.register(buffer.address(), 4 * MIB, LOCAL_ACCESS));
+        final MrdException tooLong = assertThrows(MrdException.class,
+            () -> ibverbs.register(buffer.address(), 4 * MIB + 4096, LOCAL_ACCESS));
+        assertEquals(ErrorCode.EINVAL, tooLong.code(), tooLong.getMessage());
+        assertEquals(0, ibverbs.pinnedBytes());
+        assertEquals(0, liveMrs());
+    }
+
+    /**
+     * The emulated device pins nothing, so what is resident after a registration is what the populator faulted
+     * in before {@code ibv_reg_mr}.
+     */
+    @Test
+    void aLargeRangeIsFaultedInBeforeIbvRegMr() throws Throwable
+    {
+        final IbverbsRegistrar ibverbs = registrar(config().withPopulateThreads(2));
+        final long length = 64 * MIB;
+        final int fd = Posix.memfdCreate("ibverbs-populate-test", Posix.MFD_CLOEXEC);
+        final MemorySegment shared;
+        try
+        {
+            Posix.ftruncate(fd, length);
+            shared = Posix.map(length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
+        }
+        finally
+        {
+            Posix.close(fd);
+        }
+        try
+        {
+            assertEquals(0, PagePopulatorTest.residentPages(shared.address(), length), "a fresh memfd has no page");
+            final Registration registration = ibverbs.register(shared.address(), length, LOCAL_ACCESS);
+            assertEquals(length / PageLocks.PAGE_SIZE, PagePopulatorTest.residentPages(shared.address(), length));
+            ibverbs.deregister(registration);
+        }
+        finally
+        {
+            Posix.munmap(shared.address(), length);
+        }
     }
 
     @Test
@@ -390,6 +459,18 @@ final class IbverbsRegistrarTest
         {
             final int rc = (int)setenv.invokeExact(arena.allocateFrom(EmulatedDevice.DEVICES_ENV),
                 arena.allocateFrom(Integer.toString(count)), 1);
+            assertEquals(0, rc, "setenv");
+        }
+    }
+
+    /** The max_mr_size of devices opened from now on (the emulator reads it in ibv_open_device); 0 unsets it. */
+    private static void maxMrSize(final long bytes) throws Throwable
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment name = arena.allocateFrom(MAX_MR_SIZE_ENV);
+            final int rc = 0 == bytes ? (int)unsetenv.invokeExact(name) :
+                (int)setenv.invokeExact(name, arena.allocateFrom(Long.toString(bytes)), 1);
             assertEquals(0, rc, "setenv");
         }
     }

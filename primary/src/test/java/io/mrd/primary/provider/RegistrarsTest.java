@@ -46,9 +46,9 @@ final class RegistrarsTest
     void printsEverySetting()
     {
         final ProviderConfig config = ProviderConfig.ibverbs().withMaxPinned(GIB).withDeviceName("mlx5_0")
-            .withLibraryPath(Path.of("/opt/rdma/libibverbs.so.1"));
+            .withLibraryPath(Path.of("/opt/rdma/libibverbs.so.1")).withPopulateThreads(3);
         assertEquals("ProviderConfig{provider=ibverbs, maxPinned=1GiB, failNth=0, latencyNanos=0, device=mlx5_0, " +
-            "library=/opt/rdma/libibverbs.so.1}", config.toString());
+            "library=/opt/rdma/libibverbs.so.1, populateThreads=3}", config.toString());
         assertEquals("/opt/rdma/libibverbs.so.1", config.library());
     }
 }

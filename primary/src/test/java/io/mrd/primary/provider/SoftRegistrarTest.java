@@ -6,6 +6,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -319,6 +320,90 @@ final class SoftRegistrarTest
         assertFalse(soft.liveCount() > 0);
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class,
             () -> soft.register(memory.address(), LENGTH, LOCAL_ACCESS)).code());
+    }
+
+    /**
+     * A large range faulted in by three threads, then locked with one mlock: the kernel's count of locked memory
+     * rises by exactly the range and falls back to where it was, and the populator's threads go with the provider.
+     */
+    @Test
+    void registersAQuarterGibibyteFaultedInBySeveralThreadsAndUnlocksItAll() throws InterruptedException
+    {
+        final long length = 256 * MIB;
+        Assumptions.assumeTrue(canLock(length), "RLIMIT_MEMLOCK below 256MiB and no CAP_IPC_LOCK");
+        final Set<Thread> before = populateThreads();
+        final SoftRegistrar soft = registrar(ProviderConfig.defaults().withPopulateThreads(3));
+        final MemorySegment memory = sharedMemory(length);
+
+        final Registration registration = soft.register(memory.address(), length, LOCAL_ACCESS);
+        assertEquals(length, soft.pinnedBytes());
+        assertEquals(vmLckBefore + length, vmLck(), "the kernel's count of locked memory");
+        final Set<Thread> pool = populateThreads();
+        pool.removeAll(before);
+        assertEquals(2, pool.size(), "two pool threads beside the registering one: " + pool);
+        pool.forEach(t -> assertTrue(t.isDaemon(), t + " is a daemon thread"));
+
+        soft.deregister(registration);
+        assertEquals(0, soft.pinnedBytes());
+        assertEquals(vmLckBefore, vmLck(), "all unlocked");
+        soft.close();
+        for (final Thread thread : pool)
+        {
+            thread.join(10_000);
+            assertFalse(thread.isAlive(), thread + " stopped with the provider");
+        }
+    }
+
+    private static Set<Thread> populateThreads()
+    {
+        final Set<Thread> threads = new HashSet<>();
+        Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().startsWith("mrd-populate-"))
+            .forEach(threads::add);
+        return threads;
+    }
+
+    /**
+     * @return whether this process may lock {@code length} more bytes: RLIMIT_MEMLOCK allows it, or the process has
+     * CAP_IPC_LOCK (bit 14 of CapEff), which lifts the limit.
+     */
+    private static boolean canLock(final long length)
+    {
+        final long limit = Posix.memlockLimit();
+        if (Posix.RLIM_INFINITY == limit || limit >= vmLck() + length)
+        {
+            return true;
+        }
+        try
+        {
+            for (final String line : Files.readAllLines(Path.of("/proc/self/status")))
+            {
+                if (line.startsWith("CapEff:"))
+                {
+                    return 0 != (Long.parseUnsignedLong(line.substring("CapEff:".length()).trim(), 16) & 1L << 14);
+                }
+            }
+            return false;
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    private MemorySegment sharedMemory(final long length)
+    {
+        final int fd = Posix.memfdCreate("soft-registrar-test", Posix.MFD_CLOEXEC);
+        try
+        {
+            Posix.ftruncate(fd, length);
+            final MemorySegment memory = Posix.map(length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
+            mappings.add(memory);
+            return memory;
+        }
+        finally
+        {
+            Posix.close(fd);
+        }
     }
 
     private SoftRegistrar registrar(final ProviderConfig config)

@@ -18,8 +18,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * The C library's memory and file calls mrd needs and the JDK does not offer, bound through the
  * Foreign Function &amp; Memory API: fixed-address {@code mmap} (both sides of a
  * mapping must agree on flags, so primary and secondaries share this class),
- * {@code mlock}, {@code flock}, {@code memfd_create}, {@code fallocate}, file seals ({@code fcntl}). Sockets are
- * {@link UnixSocket}'s.
+ * {@code mlock}, {@code madvise}, {@code mincore}, {@code flock}, {@code memfd_create}, {@code fallocate},
+ * file seals ({@code fcntl}). Sockets are {@link UnixSocket}'s.
  * <p>
  * Every failure is an {@link MrdException} whose message names the call, its
  * arguments and the errno as name and text ({@code ENOMEM: Cannot allocate memory}).
@@ -57,6 +57,12 @@ public final class Posix
     public static final int MFD_CLOEXEC = 1;
     public static final int MFD_HUGETLB = 4;
 
+    /**
+     * madvise advice (Linux 5.14+): fault in every page of the range writable, as a write to each would, without
+     * writing; an older kernel answers EINVAL.
+     */
+    public static final int MADV_POPULATE_WRITE = 23;
+
     public static final int EEXIST = 17;
     public static final int EWOULDBLOCK = 11;
     public static final int EINTR = 4;
@@ -66,6 +72,10 @@ public final class Posix
     private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle MLOCK = bind("mlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     private static final MethodHandle MUNLOCK = bind("munlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final MethodHandle MADVISE = bind("madvise",
+        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+    private static final MethodHandle MINCORE = bind("mincore",
+        FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
     private static final MethodHandle OPEN = bind("open",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
@@ -197,6 +207,29 @@ public final class Posix
     public static int munlock(final long address, final long length)
     {
         return callInt(MUNLOCK, MemorySegment.ofAddress(address), length) == 0 ? 0 : errno();
+    }
+
+    /**
+     * {@code madvise(address, length, advice)}; {@code address} must be page-aligned.
+     *
+     * @return 0 on success, else the errno (EINVAL for advice the kernel does not know, or a range it does not
+     * apply to; ENOMEM when part of the range is not mapped; EFAULT when populating would have raised SIGBUS).
+     */
+    public static int madvise(final long address, final long length, final int advice)
+    {
+        return callInt(MADVISE, MemorySegment.ofAddress(address), length, advice) == 0 ? 0 : errno();
+    }
+
+    /**
+     * {@code mincore(address, length, vector)}: one byte per page of the range into {@code vector}, whose low bit
+     * is set when the page is resident (for a shared file mapping: in the page cache); {@code address} must be
+     * page-aligned and {@code vector} at least one byte per page long.
+     *
+     * @return 0 on success, else the errno (ENOMEM when part of the range is not mapped).
+     */
+    public static int mincore(final long address, final long length, final MemorySegment vector)
+    {
+        return callInt(MINCORE, MemorySegment.ofAddress(address), length, vector) == 0 ? 0 : errno();
     }
 
     /**
