@@ -35,7 +35,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * request timeout. {@link #callWithFd} holds the write lock through the whole {@code SEND_FD} exchange, since
  * the daemon reads the next bytes of the connection as the descriptor's message. {@link #callForFd} is the
  * other way: the reply brings a descriptor (IMPORT_PD), which the reader pairs with its frame and which a
- * caller that gave up never leaks (the reader closes what nobody takes).
+ * caller that gave up never leaks (the reader closes what nobody takes). A caller spins for its reply for the
+ * reply spin ({@link ClientContext#replySpinNs}) before it parks: a reply the daemon answers from its cache
+ * comes back in about the time it takes to wake a parked thread.
  * <p>
  * <b>Failure.</b> Once {@link #fail} was called, with the first reason given, every call in flight and every
  * later call throws a copy of that reason. The connection calls it itself when the stream ends or a write
@@ -79,6 +81,7 @@ public final class DaemonConnection implements AutoCloseable
     private final String daemon;
     private final Path dir;
     private final long requestTimeoutMs;
+    private final long replySpinNs;
     private final Listener listener;
     private final ReentrantLock writeLock = new ReentrantLock();
     private final MemorySegment sendSegment = Arena.ofAuto().allocate(FrameDescriptor.MAX_FRAME_LENGTH, 64);
@@ -104,12 +107,13 @@ public final class DaemonConnection implements AutoCloseable
 
     private DaemonConnection(
         final UnixSocket socket, final String daemon, final Path dir, final long requestTimeoutMs,
-        final Listener listener)
+        final long replySpinNs, final Listener listener)
     {
         this.socket = socket;
         this.daemon = daemon;
         this.dir = dir;
         this.requestTimeoutMs = requestTimeoutMs;
+        this.replySpinNs = replySpinNs;
         this.listener = listener;
         this.reader = ReplyReader.start(socket, "mrd-client-reader", new ReplyReader.Handler()
         {
@@ -136,12 +140,27 @@ public final class DaemonConnection implements AutoCloseable
      * @param daemon           who is at the other end, for messages ("daemon pid 42 in /run/mrd").
      * @param dir              the daemon's run directory, where its log is.
      * @param requestTimeoutMs how long each call waits for its reply.
+     * @see #open(UnixSocket, String, Path, long, long, Listener) the same with a reply spin; this one spins for
+     *      {@link ClientContext#DEFAULT_REPLY_SPIN_NS}.
      */
     public static DaemonConnection open(
         final UnixSocket socket, final String daemon, final Path dir, final long requestTimeoutMs,
         final Listener listener)
     {
-        return new DaemonConnection(socket, daemon, dir, requestTimeoutMs, listener);
+        return open(socket, daemon, dir, requestTimeoutMs, ClientContext.DEFAULT_REPLY_SPIN_NS, listener);
+    }
+
+    /**
+     * As {@link #open(UnixSocket, String, Path, long, Listener)}, with the reply spin.
+     *
+     * @param replySpinNs how long a call spins for its reply before it parks, 0 to park at once (checked by
+     *                    {@link ClientContext#conclude()}).
+     */
+    public static DaemonConnection open(
+        final UnixSocket socket, final String daemon, final Path dir, final long requestTimeoutMs,
+        final long replySpinNs, final Listener listener)
+    {
+        return new DaemonConnection(socket, daemon, dir, requestTimeoutMs, replySpinNs, listener);
     }
 
     /**
@@ -209,6 +228,7 @@ public final class DaemonConnection implements AutoCloseable
         {
             writeLock.unlock();
         }
+        spinFor(future);
         final Answer answer = await(id, future, request, false);
         try
         {
@@ -442,6 +462,23 @@ public final class DaemonConnection implements AutoCloseable
         {
             pending.remove(id);
             throw lost("is unreachable: sending " + describe(request) + " failed (" + ex.oneLine() + ")", ex);
+        }
+    }
+
+    /**
+     * Spins until the answer came or the reply spin is over: waking a parked caller costs a few µs, which a
+     * reply answered from the daemon's cache takes all told. Not interruptible and bounded by the reply spin;
+     * {@link #await} does the rest.
+     */
+    private void spinFor(final CompletableFuture<Answer> future)
+    {
+        if (replySpinNs > 0)
+        {
+            final long deadline = System.nanoTime() + replySpinNs;
+            while (!future.isDone() && System.nanoTime() - deadline < 0)
+            {
+                Thread.onSpinWait();
+            }
         }
     }
 

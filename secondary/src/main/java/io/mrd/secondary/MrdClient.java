@@ -86,6 +86,7 @@ public final class MrdClient implements AutoCloseable
         this.controlFile = controlFile;
         this.watch = watch;
         this.connection = DaemonConnection.open(socket, watch.daemon(), context.dir(), context.requestTimeoutMs(),
+            context.replySpinNs(),
             new DaemonConnection.Listener()
             {
                 public void onReply(final Frame frame)

@@ -55,6 +55,16 @@ public final class GlobalCacheReader
         return controlFile;
     }
 
+    /** {@link #lookupOnce}: the complete cache holds the address, and no write intervened. */
+    public static final int FOUND = 1;
+    /** {@link #lookupOnce}: the complete cache does not hold the address, and no write intervened. */
+    public static final int MISSED = 0;
+    /**
+     * {@link #lookupOnce}: no answer without waiting: a write was in progress or intervened, or the cache
+     * overflowed (only the MR table scan can tell).
+     */
+    public static final int UNSETTLED = -1;
+
     /**
      * Looks {@code address} up.
      * <p>
@@ -69,36 +79,45 @@ public final class GlobalCacheReader
      */
     public boolean lookup(final long address, final MrEntry out)
     {
+        final int once = lookupOnce(address, out);
+        return once == UNSETTLED ? lookupRetrying(address, out) : once == FOUND;
+    }
+
+    /**
+     * One attempt at {@link #lookup} that never waits: for a caller that has a slower way to an answer and must
+     * not spin (the daemon's event loop, which must not wait for its own writer).
+     *
+     * @param address the address.
+     * @param out     filled with the entry when {@link #FOUND}, untouched otherwise.
+     * @return {@link #FOUND}, {@link #MISSED} or {@link #UNSETTLED}.
+     */
+    public int lookupOnce(final long address, final MrEntry out)
+    {
         final long seq = seqLock.tryBeginRead();
-        if (seq != SeqLock.WRITE_IN_PROGRESS && !header.cacheOverflow())
+        if (seq == SeqLock.WRITE_IN_PROGRESS || header.cacheOverflow())
         {
-            final int len = Math.max(1, Math.min(header.cacheLen(), cacheCapacity));
-            final int index = SortedTable.lookup(buffer, cacheOffset, len, address);
-            if (index == SortedTable.NOT_FOUND)
-            {
-                if (seqLock.validate(seq))
-                {
-                    return false;
-                }
-            }
-            else
-            {
-                // Read into locals, not through SortedTable.find: out must stay untouched when validate fails,
-                // and the fast path must stay small enough to inline.
-                final long start = SortedTable.start(buffer, cacheOffset, index);
-                final long end = SortedTable.end(buffer, cacheOffset, index);
-                final int lkey = SortedTable.lkey(buffer, cacheOffset, index);
-                final int rkey = SortedTable.rkey(buffer, cacheOffset, index);
-                final int access = SortedTable.access(buffer, cacheOffset, index);
-                final int mr = SortedTable.mr(buffer, cacheOffset, index);
-                if (seqLock.validate(seq))
-                {
-                    out.set(start, end, lkey, rkey, access, mr);
-                    return true;
-                }
-            }
+            return UNSETTLED;
         }
-        return lookupRetrying(address, out);
+        final int len = Math.max(1, Math.min(header.cacheLen(), cacheCapacity));
+        final int index = SortedTable.lookup(buffer, cacheOffset, len, address);
+        if (index == SortedTable.NOT_FOUND)
+        {
+            return seqLock.validate(seq) ? MISSED : UNSETTLED;
+        }
+        // Read into locals, not through SortedTable.find: out must stay untouched when validate fails, and the
+        // fast path must stay small enough to inline.
+        final long start = SortedTable.start(buffer, cacheOffset, index);
+        final long end = SortedTable.end(buffer, cacheOffset, index);
+        final int lkey = SortedTable.lkey(buffer, cacheOffset, index);
+        final int rkey = SortedTable.rkey(buffer, cacheOffset, index);
+        final int access = SortedTable.access(buffer, cacheOffset, index);
+        final int mr = SortedTable.mr(buffer, cacheOffset, index);
+        if (!seqLock.validate(seq))
+        {
+            return UNSETTLED;
+        }
+        out.set(start, end, lkey, rkey, access, mr);
+        return FOUND;
     }
 
     private boolean lookupRetrying(final long address, final MrEntry out)

@@ -12,6 +12,10 @@ public enum MrdCounter
     MRS_ACTIVE("MRs active", "mrs_active"),
     BYTES_REGISTERED("bytes registered", "registered_bytes"),
     BYTES_PINNED("bytes pinned", "pinned_bytes"),
+    /**
+     * CREATE_MRs of managed memory, wherever answered (those answered on the event loop too); those of the
+     * external window are not counted.
+     */
     CREATE_REQUESTS("create requests", "create_requests_total"),
     CREATE_ERRORS_ENOMEM("create errors ENOMEM", "create_errors_enomem_total"),
     CREATE_ERRORS_ENXIO("create errors ENXIO", "create_errors_enxio_total"),
@@ -31,7 +35,14 @@ public enum MrdCounter
     REQUESTS("requests", "requests_total"),
     PROTOCOL_ERRORS("protocol errors", "protocol_errors_total"),
     GC_RUNS("garbage collections", "gc_runs_total"),
-    DEV_GEN("devGen", "dev_gen");
+    DEV_GEN("devGen", "dev_gen"),
+    /**
+     * CREATE_MRs the daemon answered on its event loop from the global cache, without a worker (a subset of
+     * {@link #CREATE_REQUESTS} plus those of the external window). Last, as every counter added later: a
+     * counter's type id is its position, and tools skip the ids they do not know, so appending needs no layout
+     * version.
+     */
+    CREATES_ON_EVENT_LOOP("creates on event loop", "creates_on_event_loop_total");
 
     /** Type ids of mrd counters start here, clear of Agrona's and Aeron's ids. */
     public static final int TYPE_ID_BASE = 0x4D520000;

@@ -38,7 +38,7 @@ import java.util.stream.IntStream;
  * <b>Threads.</b> Netty calls the handler methods on the connection's event loop, which owns every field not
  * marked volatile or atomic. Requests other than HELLO run on the server's workers and write their replies
  * from there ({@code writeAndFlush} is thread-safe; replies carry their request's correlation id, so their
- * order does not matter).
+ * order does not matter), except a CREATE_MR the global cache answers at once ({@link CachedCreate}).
  * <p>
  * <b>REG_EXTERNAL.</b> Its fd cannot travel in the byte stream: the session answers {@code SEND_FD} and waits
  * for one byte carrying exactly one fd ({@link PendingFd}). Then Netty reads again and the registration runs
@@ -256,6 +256,13 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             case Message.ImportPd importPd -> pdImport.answer(correlationId);
             case Message.Request request ->
             {
+                final Message.MrCreated cached = request instanceof Message.CreateMr create && !server.isClosing() ?
+                    server.cachedCreate().answer(create) : null;
+                if (null != cached)
+                {
+                    reply(correlationId, cached);
+                    return;
+                }
                 final int id = clientId;
                 submit(correlationId, type, () -> server.handler().execute(request, id, pid), null);
             }
@@ -272,7 +279,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 ": use a client library that speaks the daemon's protocol version");
             return;
         }
-        final String clean = printable(hello.name());
+        final String clean = ClientTable.printable(hello.name());
         final int id = server.nextClientId();
         final int taken = server.clients().add(id, pid, uid, gid, clean);
         if (taken < 0)
@@ -517,7 +524,8 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             }
             else if (inFlight.get() == 0)
             {
-                channel.close();
+                // after the replies written here are out (CREATE_MRs the cache answered): a close drops them
+                channel.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener(ChannelFutureListener.CLOSE);
             }
             return;
         }
@@ -580,19 +588,5 @@ final class ClientSession extends ChannelInboundHandlerAdapter
     {
         return (clientId == 0 ? "peer" : "client " + clientId) + " (pid " + pid + " uid " + uid +
             (name.isEmpty() ? "" : ", " + name) + ")";
-    }
-
-    /**
-     * @return the name with anything but printable ASCII replaced, so it cannot forge log lines.
-     */
-    static String printable(final String name)
-    {
-        final StringBuilder clean = new StringBuilder(Math.min(name.length(), FrameDescriptor.MAX_NAME_LENGTH));
-        for (int i = 0; i < name.length() && clean.length() < FrameDescriptor.MAX_NAME_LENGTH; i++)
-        {
-            final char c = name.charAt(i);
-            clean.append(c >= 0x20 && c < 0x7F ? c : '?');
-        }
-        return clean.toString();
     }
 }

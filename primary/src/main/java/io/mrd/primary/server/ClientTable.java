@@ -4,6 +4,7 @@ import io.mrd.layout.ClientDescriptor;
 import io.mrd.layout.ClientRecord;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.protocol.FrameDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.status.AtomicCounter;
 
@@ -81,5 +82,20 @@ final class ClientTable
     int capacity()
     {
         return layout.clientCapacity();
+    }
+
+    /**
+     * @return the name with anything but printable ASCII replaced, so it cannot forge log lines, cut to what a
+     *         record holds.
+     */
+    static String printable(final String name)
+    {
+        final StringBuilder clean = new StringBuilder(Math.min(name.length(), FrameDescriptor.MAX_NAME_LENGTH));
+        for (int i = 0; i < name.length() && clean.length() < FrameDescriptor.MAX_NAME_LENGTH; i++)
+        {
+            final char c = name.charAt(i);
+            clean.append(c >= 0x20 && c < 0x7F ? c : '?');
+        }
+        return clean.toString();
     }
 }

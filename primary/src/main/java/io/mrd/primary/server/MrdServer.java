@@ -53,7 +53,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The daemon's Unix-domain socket server (DESIGN §7): Netty epoll on {@code DIR/mrd.sock}, one event-loop
- * thread ({@code mrd-io}) that accepts, checks peers, cuts frames and answers HELLO, and a bounded pool of
+ * thread ({@code mrd-io}) that accepts, checks peers, cuts frames, answers HELLO and the CREATE_MRs the
+ * global cache already holds ({@link CachedCreate}: a seqlock read, never a wait), and a bounded pool of
  * workers ({@code mrd-worker-N}) that run every other request, because registrations are slow and must never
  * hold up the event loop. Each connection is a {@link ClientSession}.
  * <p>
@@ -80,6 +81,8 @@ public final class MrdServer implements AutoCloseable
     private final PeerPolicy peerPolicy;
     private final ClientTable clients;
     private final RequestHandler handler;
+    /** Used on the event loop only (the group has one thread). */
+    private final CachedCreate cachedCreate;
     private final ExternalMemory external;
     private final RefusalLog refusals;
     private final Runnable onStop;
@@ -115,6 +118,7 @@ public final class MrdServer implements AutoCloseable
         this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
         this.external = external;
         this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
+        this.cachedCreate = new CachedCreate(controlFile, external, counters);
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
@@ -287,6 +291,14 @@ public final class MrdServer implements AutoCloseable
     RequestHandler handler()
     {
         return handler;
+    }
+
+    /**
+     * @return the CREATE_MR answers the event loop gives itself; call on the event loop only.
+     */
+    CachedCreate cachedCreate()
+    {
+        return cachedCreate;
     }
 
     RefusalLog refusals()

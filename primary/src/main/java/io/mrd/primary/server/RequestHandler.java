@@ -108,7 +108,7 @@ final class RequestHandler
 
     private Message.Reply createMr(final long address, final long length, final int clientId)
     {
-        if (address <= 0 || length < 0 || length > Long.MAX_VALUE - address)
+        if (!createFieldsValid(address, length))
         {
             throw new MrdException(ErrorCode.EINVAL, "CREATE_MR for a buffer at " + Sizes.hex(address) + " of " +
                 length + " bytes: the address must be positive, the length not negative, and the end must not wrap");
@@ -118,6 +118,24 @@ final class RequestHandler
         {
             throw WholeBuffer.straddles(address, length, entry.end);
         }
+        return created(entry);
+    }
+
+    /**
+     * @return true when CREATE_MR's fields may be looked up: a positive address, a length not negative, an end
+     *         that does not wrap.
+     */
+    static boolean createFieldsValid(final long address, final long length)
+    {
+        return address > 0 && length >= 0 && length <= Long.MAX_VALUE - address;
+    }
+
+    /**
+     * @return CREATE_MR's reply for the entry holding the buffer, on a worker or on the event loop
+     *         ({@link CachedCreate}).
+     */
+    static Message.MrCreated created(final MrEntry entry)
+    {
         return new Message.MrCreated(ErrorCode.OK, "", entry.start, entry.end, entry.lkey, entry.rkey, entry.access);
     }
 

@@ -60,7 +60,7 @@ class ServerPartsTest
     @Test
     void namesAreCleanedForTheLog()
     {
-        assertEquals("worker ?forged? line", ClientSession.printable("worker \nforged\u00e9 line"));
-        assertEquals(32, ClientSession.printable("x".repeat(100)).length());
+        assertEquals("worker ?forged? line", ClientTable.printable("worker \nforged\u00e9 line"));
+        assertEquals(32, ClientTable.printable("x".repeat(100)).length());
     }
 }
