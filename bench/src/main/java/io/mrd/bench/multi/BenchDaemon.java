@@ -98,7 +98,8 @@ final class BenchDaemon implements AutoCloseable
         }
         catch (final IOException ignore)
         {
-            // a leftover directory in /dev/shm or /tmp is harmless, and the next start of the part makes a new one
+            // A stopped daemon has removed its memory files already; what is left is small, and the next run
+            // makes a directory of its own.
         }
     }
 }

@@ -102,7 +102,10 @@ public final class ProbeMain
                 stop = true;
                 thread.join();
                 thread = null;
-                System.out.println(Handshake.result(Map.of("run", run, "cycles", cycles[0])));
+                final Map<String, Object> result = new LinkedHashMap<>();
+                result.put("run", run);
+                result.put("cycles", cycles[0]);
+                System.out.println(Handshake.result(result));
                 System.out.flush();
             }
             else
