@@ -1,6 +1,8 @@
 package io.mrd.bench;
 
 import io.mrd.bench.jmh.JmhRunner;
+import io.mrd.bench.multi.InFlightBench;
+import io.mrd.bench.multi.LargeAllocationBench;
 import io.mrd.bench.multi.MultiProcessBench;
 import io.mrd.bench.report.LookupPlot;
 import io.mrd.bench.report.ReportTable;
@@ -18,6 +20,9 @@ import java.util.Map;
  * <pre>
  *   jmh    [--quick] --out DIR [--include REGEX]   JMH lookup benchmarks → DIR/jmh.{json,log,tsv}
  *   multi  [--quick] --out DIR                     daemon + secondaries   → DIR/multi.tsv, DIR/multi-logs/
+ *   allocate [--quick] --out DIR                   1 and 8 GiB allocations → DIR/allocate.tsv, DIR/allocate-logs/
+ *   inflight [--quick] --out DIR                   requests during a slow registration → DIR/inflight.tsv,
+ *                                                  DIR/inflight-*.hgrm, DIR/inflight-logs/
  *   report --out DIR [--cores N] [--title TEXT]    every DIR/*.tsv        → DIR/table.md, DIR/lookup.png
  * </pre>
  * JMH's own launcher is in the jar too: {@code java -cp mrd-bench.jar org.openjdk.jmh.Main -l}.
@@ -69,6 +74,8 @@ public final class BenchMain
         {
             case "jmh" -> JmhRunner.run(quick, out, include);
             case "multi" -> MultiProcessBench.run(quick, out);
+            case "allocate" -> LargeAllocationBench.run(quick, out);
+            case "inflight" -> InFlightBench.run(quick, out);
             case "report" -> report(out, cores, title);
             default ->
             {
@@ -100,7 +107,9 @@ public final class BenchMain
             usage: java <mrd JVM flags> -jar mrd-bench.jar COMMAND ...
               jmh    [--quick] --out DIR [--include REGEX]   JMH lookup benchmarks
               multi  [--quick] --out DIR                     daemon + secondary processes
+              allocate [--quick] --out DIR                   allocate + first key of 1 and 8 GiB
+              inflight [--quick] --out DIR                   ALLOC/FREE/CREATE_MR during a slow registration
               report --out DIR [--cores N] [--title TEXT]    table.md and lookup.png from DIR/*.tsv
-            scripts/bench runs all three with the C references.""");
+            scripts/bench runs them all with the C references.""");
     }
 }

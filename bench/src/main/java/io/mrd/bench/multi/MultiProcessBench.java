@@ -9,12 +9,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.stream.Stream;
 
 /**
  * The multi-process benchmark: a real daemon ({@code mrd start --foreground} in a child JVM), then 1, 2 and 4
@@ -26,7 +24,8 @@ import java.util.stream.Stream;
  * <p>
  * The daemon runs with {@code --no-mr-ext-memseg} (one MR per 2 MiB segment), so that a secondary's 32 MiB
  * are 16 MRs and its random buffers exercise both local levels (top half 8, bottom half), and with
- * {@code --huge-dir none} so that the run does not depend on free hugepages.
+ * {@code --huge-dir none} so that the run does not depend on free hugepages: its memory is tmpfs, in its run
+ * directory ({@link BenchDaemon}), the file system the C reference of a fresh 2 MiB {@code mlock} maps from.
  */
 public final class MultiProcessBench
 {
@@ -36,7 +35,7 @@ public final class MultiProcessBench
     static final int SECONDARY_BUFFERS = 1 << 14;
     /** Writer cycles (allocate, create, free) per second. */
     static final double WRITER_RATE = 100;
-    static final Duration START_TIMEOUT = Duration.ofSeconds(90);
+    static final Duration START_TIMEOUT = BenchDaemon.START_TIMEOUT;
 
     private final boolean quick;
     private final Path out;
@@ -59,12 +58,9 @@ public final class MultiProcessBench
 
     private void run()
     {
-        final Path dir;
         try
         {
             Files.createDirectories(logs);
-            // /tmp, not the results directory: a Unix socket path must stay under 108 bytes.
-            dir = Files.createTempDirectory(Path.of("/tmp"), "mrd-bench-");
         }
         catch (final IOException ex)
         {
@@ -75,8 +71,10 @@ public final class MultiProcessBench
         final int maxSecondaries = ReportTable.PROCESS_COUNTS[ReportTable.PROCESS_COUNTS.length - 1];
         final List<Child> secondaries = new ArrayList<>();
         Child writer = null;
-        try (Child daemon = startDaemon(dir))
+        try (BenchDaemon daemon = BenchDaemon.start(logs.resolve("daemon.log"),
+            List.of("--huge-dir", "none", "--no-mr-ext-memseg", "--max-memory", "1GiB")))
         {
+            final Path dir = daemon.dir();
             // Every secondary and the writer start once, together, and wait blocked on their standard input
             // between runs: no JVM start or JIT warm-up inside a run, no CPU spent by the idle ones.
             System.out.println("multi: starting " + maxSecondaries + " secondaries and a writer");
@@ -125,7 +123,6 @@ public final class MultiProcessBench
             }
             writer.awaitExit(START_TIMEOUT);
             roundTrips(dir);
-            daemon.stop(Duration.ofSeconds(20));
         }
         finally
         {
@@ -134,26 +131,7 @@ public final class MultiProcessBench
             {
                 writer.close();
             }
-            deleteQuietly(dir);
         }
-    }
-
-    private Child startDaemon(final Path dir)
-    {
-        System.out.println("multi: starting the daemon in " + dir);
-        final Child daemon = Child.start("daemon", logs.resolve("daemon.log"), List.of("-Xmx512m"),
-            "io.mrd.cli.Mrd", List.of("start", "--foreground", "--dir", dir.toString(), "--huge-dir", "none",
-                "--no-mr-ext-memseg", "--max-memory", "1GiB"));
-        try
-        {
-            daemon.awaitLine(line -> line.startsWith("mrd started:"), START_TIMEOUT);
-        }
-        catch (final RuntimeException ex)
-        {
-            daemon.close();
-            throw new IllegalStateException("multi: the daemon did not start: " + ex.getMessage(), ex);
-        }
-        return daemon;
     }
 
     /**
@@ -264,20 +242,5 @@ public final class MultiProcessBench
     private void record(final String row, final double value, final String unit, final String note)
     {
         ResultFile.append(resultFile, new ResultFile.Result("multi", row, value, unit, note));
-    }
-
-    private static void deleteQuietly(final Path dir)
-    {
-        try (Stream<Path> files = Files.walk(dir))
-        {
-            for (final Path file : files.sorted(Comparator.reverseOrder()).toList())
-            {
-                Files.deleteIfExists(file);
-            }
-        }
-        catch (final IOException ignore)
-        {
-            // a leftover directory in /tmp is harmless
-        }
     }
 }

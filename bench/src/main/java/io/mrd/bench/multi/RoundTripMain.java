@@ -105,7 +105,7 @@ public final class RoundTripMain
     /**
      * {@code CREATE_MR(address, length)} and its reply, as a cache miss sends it.
      */
-    private static void createMr(
+    static void createMr(
         final DaemonConnection connection, final long address, final long length, final MrEntry out)
     {
         if (!(connection.call(new Message.CreateMr(address, length)) instanceof Message.MrCreated created))
@@ -115,7 +115,7 @@ public final class RoundTripMain
         out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
     }
 
-    private static void put(final Map<String, Object> result, final String kind, final Histogram histogram)
+    static void put(final Map<String, Object> result, final String kind, final Histogram histogram)
     {
         result.put(kind + ".count", histogram.getTotalCount());
         result.put(kind + ".p50", micros(histogram.getValueAtPercentile(50)));
@@ -124,12 +124,12 @@ public final class RoundTripMain
         result.put(kind + ".max", micros(histogram.getMaxValue()));
     }
 
-    private static String micros(final long nanos)
+    static String micros(final long nanos)
     {
         return String.format(Locale.ROOT, "%.3f", nanos / 1e3);
     }
 
-    private static void write(final Path file, final Histogram histogram) throws Exception
+    static void write(final Path file, final Histogram histogram) throws Exception
     {
         try (PrintStream stream = new PrintStream(Files.newOutputStream(file), true, "UTF-8"))
         {

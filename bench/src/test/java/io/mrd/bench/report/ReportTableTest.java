@@ -27,16 +27,23 @@ class ReportTableTest
     @Test
     void comparesJavaWithCAgainstTheTarget()
     {
-        put("java", "tophalf.mru", 1.5);
+        put("java", "tophalf.mru", 1.1);
         put("c", "tophalf.mru", 1.2);
+        put("java", "tophalf.other", 15);
+        put("c", "tophalf.other", 12);
         put("java", "global.4096", 40);
         put("c", "global.4096", 20);
         final ReportTable table = new ReportTable(results, 2);
         final Row top = row(table, "top-half hit, MRU");
-        assertEquals("1.50 ns", top.value());
+        assertEquals("1.10 ns", top.value());
         assertEquals("1.20 ns", top.reference());
-        assertEquals("1.25×", top.ratio());
+        assertEquals("0.92×", top.ratio());
+        assertEquals("≤ 1.00× C", top.target());
         assertEquals("yes", top.met());
+        final Row other = row(table, "top-half hit, other slot");
+        assertEquals("1.25×", other.ratio());
+        assertEquals("≤ 1.20× C", other.target());
+        assertEquals("no", other.met());
         final Row global = row(table, "global seqlock search, 4,096");
         assertEquals("2.00×", global.ratio());
         assertEquals("no", global.met());
@@ -86,16 +93,97 @@ class ReportTableTest
     }
 
     @Test
-    void createRoundTripComparesP50WithThePingPong()
+    void createRoundTripComparesP50AndP99WithThePingPongEach()
     {
-        put("multi", "create.existing.p50", 30);
+        put("multi", "create.existing.p50", 20);
         put("multi", "create.existing.p99", 60);
         put("multi", "create.existing.p999", 200);
         put("c", "pingpong.p50", 25);
-        final Row row = row(new ReportTable(results, 2), "create round trip, MR exists");
-        assertEquals("1.20× (p50)", row.ratio());
-        assertEquals("yes", row.met());
-        assertTrue(row.value().startsWith("p50 30.0 / p99 60.0 / p99.9 200 µs"), row.value());
+        put("c", "pingpong.p99", 40);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row p50 = row(table, "create round trip, MR exists (protocol + primary lookup), p50");
+        assertEquals("0.80× (p50)", p50.ratio());
+        assertEquals("p50 ≤ 0.80× C ping-pong", p50.target());
+        assertEquals("yes", p50.met());
+        assertTrue(p50.value().startsWith("p50 20.0 / p99 60.0 / p99.9 200 µs"), p50.value());
+        final Row p99 = row(table, "create round trip, MR exists (protocol + primary lookup), p99");
+        assertEquals("1.50× (p99)", p99.ratio());
+        assertEquals("p99 ≤ 2.00× C ping-pong", p99.target());
+        assertEquals("yes", p99.met());
+        assertTrue(p99.reference().startsWith("ping-pong p50 25.0 / p99 40.0"), p99.reference());
+        put("multi", "create.existing.p99", 81);
+        assertEquals("no", row(new ReportTable(results, 2), "create round trip, MR exists (protocol + primary " +
+            "lookup), p99").met());
+    }
+
+    @Test
+    void newRegistrationMayExceedTheFreshMlockByTheMargin()
+    {
+        put("multi", "create.new.p50", 600);
+        put("c", "fresh2m.p50", 400);
+        final Row within = row(new ReportTable(results, 2), "create round trip, new 2 MiB registration");
+        assertEquals("C + 200 µs (p50)", within.ratio());
+        assertEquals("p50 ≤ C + 250 µs", within.target());
+        assertEquals("yes", within.met());
+        assertTrue(within.reference().startsWith("fresh 2 MiB mlock p50 400"), within.reference());
+        put("multi", "create.new.p50", 651);
+        final Row over = row(new ReportTable(results, 2), "create round trip, new 2 MiB registration");
+        assertEquals("C + 251 µs (p50)", over.ratio());
+        assertEquals("no", over.met());
+        put("multi", "create.new.p50", 350);
+        assertEquals("C − 50.0 µs (p50)", row(new ReportTable(results, 2), "create round trip, new 2 MiB").ratio());
+    }
+
+    @Test
+    void largeAllocationsAreRatesWhereHigherIsBetter()
+    {
+        put("multi", "alloc.hugetlbfs", 0);
+        put("multi", "alloc.1g.lookup", 2.0);
+        put("multi", "alloc.1g.registered", 3.0);
+        put("c", "populate.1g", 2.5);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row lazy = row(table, "allocate + first lkey(addr, len), 1 GiB, tmpfs");
+        assertEquals("2.00 GB/s", lazy.value());
+        assertEquals("MAP_POPULATE + mlock 2.50 GB/s", lazy.reference());
+        assertEquals("0.80×", lazy.ratio());
+        assertEquals("≥ 1.00× C", lazy.target());
+        assertEquals("no", lazy.met());
+        final Row registered = row(table, "allocateRegistered (keys in the reply), 1 GiB, tmpfs");
+        assertEquals("1.20×", registered.ratio());
+        assertEquals("yes", registered.met());
+        assertEquals("no (missing)", row(table, "allocateRegistered (keys in the reply), 8 GiB").met());
+        put("multi", "alloc.hugetlbfs", 1);
+        assertTrue(row(new ReportTable(results, 2), "allocateRegistered (keys in the reply), 1 GiB, hugetlbfs")
+            .met().equals("yes"));
+    }
+
+    @Test
+    void requestsDuringARegistrationCompareTheirP99WithoutIt()
+    {
+        put("multi", "inflight.busy.alloc.p99", 150);
+        put("multi", "inflight.idle.alloc.p99", 100);
+        put("multi", "inflight.busy.create.p99", 2_100_000);
+        put("multi", "inflight.idle.create.p99", 100);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row alloc = row(table, "ALLOC 2 MiB while another client registers");
+        assertEquals("1.50× (p99)", alloc.ratio());
+        assertEquals("p99 ≤ 2.00× without", alloc.target());
+        assertEquals("yes", alloc.met());
+        assertTrue(alloc.reference().startsWith("without: p50 ? / p99 100"), alloc.reference());
+        assertEquals("no", row(table, "CREATE_MR of an existing MR while").met());
+        assertEquals("no (missing)", row(table, "FREE 2 MiB while").met());
+    }
+
+    @Test
+    void keyFromHandleStandsBesideTheCMruHitWithoutATarget()
+    {
+        put("java", "handle.lkey", 0.5);
+        put("c", "tophalf.mru", 1.0);
+        final Row row = row(new ReportTable(results, 2), "key from handle, RegisteredMemory.lkey()");
+        assertEquals("0.50 ns", row.value());
+        assertEquals("0.50×", row.ratio());
+        assertEquals("—", row.target());
+        assertEquals("—", row.met());
     }
 
     @Test

@@ -1,0 +1,105 @@
+package io.mrd.bench.multi;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * A real daemon for one benchmark part: {@code mrd start --foreground} in a child JVM, with its run directory
+ * in a fresh temporary directory on tmpfs ({@link #RUN_BASE_PROPERTY}, default {@code /dev/shm}, else
+ * {@code /tmp}), so that the daemon's memory (its run directory's {@code mem/} unless {@code --huge-dir} names
+ * a hugetlbfs mount) is the file system the C references map from. Closing stops it (SIGTERM, then SIGKILL)
+ * and removes the directory.
+ */
+final class BenchDaemon implements AutoCloseable
+{
+    /** The system property naming where daemons' run directories go; scripts/bench passes its tmpfs dir. */
+    static final String RUN_BASE_PROPERTY = "mrd.bench.shm";
+    static final Duration START_TIMEOUT = Duration.ofSeconds(90);
+
+    private final Path dir;
+    private final Child process;
+
+    private BenchDaemon(final Path dir, final Child process)
+    {
+        this.dir = dir;
+        this.process = process;
+    }
+
+    /**
+     * @param log  the daemon's output.
+     * @param args {@code mrd start} options besides {@code --foreground --dir}.
+     * @throws IllegalStateException with the daemon's output when it does not start.
+     */
+    static BenchDaemon start(final Path log, final List<String> args)
+    {
+        final Path dir = createRunDirectory();
+        final List<String> command = new ArrayList<>(List.of("start", "--foreground", "--dir", dir.toString()));
+        command.addAll(args);
+        System.out.println("bench: starting the daemon in " + dir + ": mrd " + String.join(" ", command));
+        final Child process = Child.start("daemon", log, List.of("-Xmx512m"), "io.mrd.cli.Mrd", command);
+        try
+        {
+            process.awaitLine(line -> line.startsWith("mrd started:"), START_TIMEOUT);
+        }
+        catch (final RuntimeException ex)
+        {
+            process.close();
+            deleteQuietly(dir);
+            throw new IllegalStateException("the daemon did not start: " + ex.getMessage(), ex);
+        }
+        return new BenchDaemon(dir, process);
+    }
+
+    /**
+     * @return the run directory, which secondaries attach to.
+     */
+    Path dir()
+    {
+        return dir;
+    }
+
+    public void close()
+    {
+        process.stop(Duration.ofSeconds(20));
+        process.close();
+        deleteQuietly(dir);
+    }
+
+    private static Path createRunDirectory()
+    {
+        final Path shm = Path.of(System.getProperty(RUN_BASE_PROPERTY, "/dev/shm"));
+        // A Unix socket path must stay under 108 bytes: the results directory may be too deep.
+        final Path base = Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of("/tmp");
+        try
+        {
+            return Files.createTempDirectory(base, "mrd-bench-");
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot create a run directory under " + base, ex);
+        }
+    }
+
+    static void deleteQuietly(final Path dir)
+    {
+        try (Stream<Path> files = Files.walk(dir))
+        {
+            for (final Path file : files.sorted(Comparator.reverseOrder()).toList())
+            {
+                Files.deleteIfExists(file);
+            }
+        }
+        catch (final IOException ignore)
+        {
+            // A stopped daemon has removed its memory files already; what is left is small, and the next run
+            // makes a directory of its own.
+        }
+    }
+}
