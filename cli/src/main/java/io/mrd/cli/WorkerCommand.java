@@ -45,8 +45,9 @@ import java.util.concurrent.TimeUnit;
             "devGen. One lookup in every 1024 is checked against the global cache in the control file; a mismatch " +
             "or a failed lookup is an error (the first few are printed).",
         "Progress goes to stderr; the last line on stdout is one JSON object with lookups, nsPerLookup (per " +
-            "thread), createRequests, globalHits, localHits (topHits + bottomHits), flushes, errors, frees, threads, " +
-            "seconds, ... Exit status 0 when errors is 0, else 1; 2 for a wrong option, found before it attaches."
+            "thread), createRequests, globalHits, localHits (topHits + bottomHits, warm-up included; topHits " +
+            "includes mruHits, which the cache does not count: derived from the calls made), flushes, errors, " +
+            "frees, threads, seconds, ... Exit status 0 when errors is 0, else 1; 2 for a wrong option, found before it attaches."
     },
     footer = {
         "",
@@ -379,6 +380,7 @@ public final class WorkerCommand implements Callable<Integer>
     {
         long done = 0;
         long busyNs = 0;
+        long mruHits = 0;
         long topHits = 0;
         long bottomHits = 0;
         long globalHits = 0;
@@ -394,7 +396,9 @@ public final class WorkerCommand implements Callable<Integer>
             done += runner.done;
             warmedUp += runner.warmedUp;
             busyNs += runner.busyNs;
-            topHits += runner.cache.topHits();
+            // The cache counts no MRU hit: they are derived from the runner's calls.
+            mruHits += runner.cache.mruHits(runner.cacheCalls);
+            topHits += runner.cache.mruHits(runner.cacheCalls) + runner.cache.topHits();
             bottomHits += runner.cache.bottomHits();
             globalHits += runner.cache.globalHits();
             createRequests += runner.cache.createRequests();
@@ -411,6 +415,7 @@ public final class WorkerCommand implements Callable<Integer>
         result.put("globalHits", globalHits);
         result.put("localHits", topHits + bottomHits);
         result.put("topHits", topHits);
+        result.put("mruHits", mruHits);
         result.put("bottomHits", bottomHits);
         result.put("flushes", flushes);
         result.put("errors", errors);

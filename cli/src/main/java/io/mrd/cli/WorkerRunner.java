@@ -45,6 +45,8 @@ final class WorkerRunner implements Runnable
     final int buffers;
     long warmedUp;
     long done;
+    /** Calls of the cache, counted or not (warm-up, dropped): what MrCache.mruHits derives MRU hits from. */
+    long cacheCalls;
     long timedStartNs;
     long endNs;
     long busyNs;
@@ -165,6 +167,7 @@ final class WorkerRunner implements Runnable
                 }
             }
         }
+        cacheCalls += count;
         return count;
     }
 
@@ -175,6 +178,7 @@ final class WorkerRunner implements Runnable
     private int guardedLookups(final int n)
     {
         int count = 0;
+        int calls = 0;
         while (count < n && !shared.abort)
         {
             final int buffer = random.nextInt(buffers);
@@ -186,6 +190,7 @@ final class WorkerRunner implements Runnable
                 continue;
             }
             final long address = part.address + (long)(buffer >>> 3) * bufferLength;
+            calls++;
             try
             {
                 cache.lkey(address, bufferLength);
@@ -203,6 +208,7 @@ final class WorkerRunner implements Runnable
                 }
             }
         }
+        cacheCalls += calls;
         return count;
     }
 
@@ -223,6 +229,7 @@ final class WorkerRunner implements Runnable
         }
         final long address = part.address + (long)(buffer >>> 3) * bufferLength;
         final int lkey;
+        cacheCalls++;
         try
         {
             lkey = cache.lkey(address, bufferLength);

@@ -1,30 +1,30 @@
 package io.mrd.secondary;
 
-import io.mrd.layout.ControlHeader;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
+import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Message;
 
 /**
- * The {@link MrSource} of one of a client's caches: the client's watch for liveness, the control file for
- * {@code devGen} and the global cache (through a reader of its own: readers are single-threaded), and the
- * client's connection for {@code CREATE_MR}.
+ * The {@link MrSource} of one of a client's caches: the client's watch for liveness (it tracks and invalidates
+ * the caches), the control file for {@code devGen} (its address in the read-only mapping, valid until the
+ * client closes, which the watch learns first) and the global cache (through a reader of its own: readers are
+ * single-threaded), and the client's connection for {@code CREATE_MR}.
  */
 final class ClientSource implements MrSource
 {
     private final DaemonWatch watch;
-    private final ControlHeader header;
+    private final long devGenAddress;
     private final GlobalCacheReader reader;
     private final DaemonConnection connection;
 
     ClientSource(
-        final DaemonWatch watch, final ControlHeader header, final GlobalCacheReader reader,
-        final DaemonConnection connection)
+        final DaemonWatch watch, final GlobalCacheReader reader, final DaemonConnection connection)
     {
         this.watch = watch;
-        this.header = header;
+        this.devGenAddress = reader.controlFile().buffer().addressOffset() + HeaderDescriptor.DEV_GEN_OFFSET;
         this.reader = reader;
         this.connection = connection;
     }
@@ -34,9 +34,14 @@ final class ClientSource implements MrSource
         watch.ensureAlive();
     }
 
-    public long devGen()
+    public long devGenAddress()
     {
-        return header.devGen();
+        return devGenAddress;
+    }
+
+    public void track(final MrCache cache)
+    {
+        watch.track(cache);
     }
 
     public void checkLiveness()

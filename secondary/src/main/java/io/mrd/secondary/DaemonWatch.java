@@ -24,9 +24,16 @@ import java.util.function.Consumer;
  * every process applies), when the epoch in its header changed, or when its control file was removed or
  * replaced (the file's identity is taken at attach).
  * <p>
- * Two checks: {@link #ensureAlive()}, one volatile read for the datapath, trusts what the watchdog thread, the
- * connection and earlier checks found; {@link #checkLiveness()} looks now, before a request goes out. The
- * first failure found is kept and thrown (as a fresh copy) by every later check.
+ * Two checks: {@link #ensureAlive()}, one volatile read for a cache's slow path and every client call, trusts
+ * what the watchdog thread, the connection and earlier checks found; {@link #checkLiveness()} looks now,
+ * before a request goes out. The first failure found is kept and thrown (as a fresh copy) by every later
+ * check.
+ * <p>
+ * <b>Caches.</b> The lookup hit path makes neither check: liveness is folded into each cache's generation
+ * ({@link MrCache}'s class comment has the protocol and its proof). Whatever finds the client broken (the
+ * watchdog, {@link #checkLiveness()}, the reader thread's {@link #lost} on EOF or reset, {@link #close()})
+ * trips the one {@link LivenessLatch}, which stores the reason before it invalidates every cache
+ * {@link #track} gave it.
  * <p>
  * In the daemon's own process (tests) the control file's identity is not checked: the daemon may replace it.
  */
@@ -41,15 +48,12 @@ final class DaemonWatch
     private final long daemonPid;
     private final Object controlFileKey;
     private final boolean inProcess;
-    private final Object stateLock = new Object();
+    private final LivenessLatch latch = new LivenessLatch();
 
     private Thread watchdog;
     private volatile Consumer<MrdException> onBroken = reason -> { };
     private volatile boolean stopped;
     private volatile String lastDaemonError;
-
-    /** Null while usable; else why not. */
-    private volatile MrdException broken;
 
     /**
      * Takes the daemon's identity now: its epoch, pid and control file.
@@ -117,18 +121,22 @@ final class DaemonWatch
     }
 
     /**
-     * The datapath check, one volatile read: throws once the daemon is known dead, stopped or restarted, or
-     * the client closed.
+     * One volatile read: throws once the daemon is known dead, stopped or restarted, or the client closed. What
+     * a cache's slow path checks, and every client call.
      *
      * @throws DaemonDeadException saying which (or EBADF once closed).
      */
     void ensureAlive()
     {
-        final MrdException reason = broken;
-        if (null != reason)
-        {
-            throw DaemonConnection.copy(reason);
-        }
+        latch.ensureAlive();
+    }
+
+    /**
+     * Remembers a cache to invalidate once the client is broken (see the class comment).
+     */
+    void track(final MrCache cache)
+    {
+        latch.track(cache);
     }
 
     /**
@@ -149,13 +157,13 @@ final class DaemonWatch
     /** @return true once the daemon is known dead, stopped or restarted, or the client is closed. */
     boolean isBroken()
     {
-        return null != broken;
+        return null != latch.broken();
     }
 
     /** @return why the client is broken, or null. */
     MrdException broken()
     {
-        return broken;
+        return latch.broken();
     }
 
     /**
@@ -176,7 +184,7 @@ final class DaemonWatch
     {
         final String death = deathReason();
         mark(null != death ? death : how);
-        return broken;
+        return latch.broken();
     }
 
     /**
@@ -186,14 +194,8 @@ final class DaemonWatch
      */
     MrdException close()
     {
-        synchronized (stateLock)
-        {
-            if (null == broken)
-            {
-                broken = new MrdException(ErrorCode.EBADF, "this client of the daemon in " + context.dir() +
-                    " is closed: attach again");
-            }
-        }
+        latch.trip(new MrdException(ErrorCode.EBADF, "this client of the daemon in " + context.dir() +
+            " is closed: attach again"));
         stopped = true;
         if (null != watchdog)
         {
@@ -215,7 +217,7 @@ final class DaemonWatch
                 Thread.currentThread().interrupt();
             }
         }
-        return broken;
+        return latch.broken();
     }
 
     /**
@@ -249,25 +251,24 @@ final class DaemonWatch
     {
         if (mark(reason))
         {
-            onBroken.accept(broken);
+            onBroken.accept(latch.broken());
         }
     }
 
     /** @return true when this marked the client broken, false when it was already. */
     private boolean mark(final String reason)
     {
-        final DaemonDeadException dead;
-        synchronized (stateLock)
+        if (null != latch.broken())
         {
-            if (null != broken)
-            {
-                return false;
-            }
-            final String error = lastDaemonError;
-            dead = new DaemonDeadException(daemon() + " " + reason +
-                (null == error ? "" : "; its last error: " + error) +
-                ": re-attach (start it again with 'mrd start --dir " + context.dir() + "' if it is not running)");
-            broken = dead;
+            return false;
+        }
+        final String error = lastDaemonError;
+        final DaemonDeadException dead = new DaemonDeadException(daemon() + " " + reason +
+            (null == error ? "" : "; its last error: " + error) +
+            ": re-attach (start it again with 'mrd start --dir " + context.dir() + "' if it is not running)");
+        if (!latch.trip(dead))
+        {
+            return false;
         }
         LOG.warn("{}", dead.getMessage());
         return true;
@@ -276,7 +277,7 @@ final class DaemonWatch
     private void watchdogLoop()
     {
         final long intervalNs = TimeUnit.MILLISECONDS.toNanos(context.watchdogIntervalMs());
-        while (!stopped && null == broken)
+        while (!stopped && null == latch.broken())
         {
             LockSupport.parkNanos(this, intervalNs);
             if (stopped)

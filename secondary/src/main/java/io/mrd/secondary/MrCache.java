@@ -9,9 +9,13 @@ import io.mrd.layout.SortedTable;
 import io.mrd.layout.WholeBuffer;
 import io.mrd.layout.sys.Sizes;
 import org.agrona.BufferUtil;
+import org.agrona.UnsafeApi;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 
 /**
@@ -21,12 +25,13 @@ import java.util.Arrays;
  * <p>
  * {@link #lkey(long, long)} and {@link #keyPair(long, long)} do, in order:
  * <ol>
- *   <li>liveness: one volatile read of what the client's watchdog and reader thread found; once the daemon is
- *       known dead, stopped or restarted every call throws {@link DaemonDeadException}, never an lkey;</li>
- *   <li>{@code devGen} (acquire) differs from the one this cache saw → flush both levels, since a memory free
- *       event may have removed or shrunk entries;</li>
- *   <li>top half: {@value #TOP_HALF_ENTRIES} entries, the most recently used first, then linear; a miss
- *       below replaces the oldest (FIFO), as the reference's {@code head};</li>
+ *   <li>the generation check: {@code devGen} read (acquire) from its raw address in the control file, compared
+ *       with the generation this cache holds; liveness is folded into that comparison (below), so the hit path
+ *       makes no other check. A difference takes the slow path: check liveness, flush both levels (a memory
+ *       free event may have removed or shrunk entries), adopt the new generation;</li>
+ *   <li>top half: the most recently used entry, kept in three scalar fields, then the
+ *       {@value #TOP_HALF_ENTRIES} entries linearly; a miss below replaces the oldest (FIFO), as the
+ *       reference's {@code head};</li>
  *   <li>bottom half: a {@link SortedTable} off-heap, {@value #INITIAL_BOTTOM_CAPACITY} entries at first,
  *       doubled when full;</li>
  *   <li>global cache (seqlock search of the control file, no system call) → insert below;</li>
@@ -36,9 +41,43 @@ import java.util.Arrays;
  * only the first byte and hands out an lkey that the NIC refuses for the rest of a buffer straddling two MRs.
  * Failures are exceptions with the code and message, never a silent {@code -1}.
  * <p>
+ * <b>Liveness in the generation.</b> Once the daemon is known dead, stopped or restarted (or the client closed)
+ * no lookup that starts afterwards returns a key; it throws {@link DaemonDeadException}. The protocol between a
+ * cache and whoever learns of the death ({@link MrSource}; for a client, {@link DaemonWatch}):
+ * <ul>
+ *   <li>the source first makes the death visible to {@link MrSource#ensureAlive()} (a volatile store), then
+ *       {@link #invalidate() invalidates} every cache it {@linkplain MrSource#track tracks}: a volatile store
+ *       of {@link #NO_GENERATION} into the cache's generation, which no {@code devGen} equals;</li>
+ *   <li>the cache takes a generation only in the slow path: {@code ensureAlive()}, then the volatile store of
+ *       the {@code devGen} it read, then {@code ensureAlive()} again; when that second check fails it stores
+ *       {@link #NO_GENERATION} back before it throws. A cache starts with {@link #NO_GENERATION} and is
+ *       tracked before it adopts its first generation.</li>
+ * </ul>
+ * Why a death is never lost: volatile accesses are totally ordered (synchronization order, consistent with
+ * each thread's program order). Take a cache's store of a generation {@code G} and the source's poison store
+ * into that cache. If the poison comes later, the cache holds {@link #NO_GENERATION} from then on (only a
+ * later slow path of its own thread stores again, and that one's checks see the death). If the poison came
+ * first, then so did the source's death store, and the cache's second {@code ensureAlive()}, after its own
+ * store, reads it, throws and re-poisons. A cache tracked only after the source took its list of caches
+ * adopted no generation before that; its check after adopting one comes after the death store and fails. So
+ * after the source's invalidation, and in any lookup that happens-after it, the generation check fails, the
+ * slow path's first {@code ensureAlive()} throws, and no level is read. A lookup racing the death may still
+ * return a key, as it could have returned it a moment earlier.
+ * <p>
+ * {@link #invalidate()} also points the cache's {@code devGen} address at a word of its own, so that a lookup
+ * after the client closed (and unmapped the control file) throws instead of reading unmapped memory.
+ * <p>
+ * <b>Counters.</b> Lookups answered by the most recently used slot are not counted: a counter there would be a
+ * load-increment-store on every hit, each waiting for the previous one. What is counted is everything else:
+ * {@link #mruMisses()} (lookups that went past that slot, whatever answered them), and where those were
+ * answered: {@link #topHits()} (the top half's linear scan), {@link #bottomHits()}, {@link #globalHits()},
+ * {@link #createRequests()}; and {@link #flushes()}. MRU hits are derived from the caller's own count of
+ * lookups: {@link #mruHits(long)}. Counters are plain fields: read them from the cache's thread or after it
+ * stopped.
+ * <p>
  * Every level holds both keys of an entry (the global cache's entries carry the rkey), so {@link #keyPair}
- * costs what {@link #lkey} costs. The hit path allocates nothing. Counters are plain fields: read them from the cache's thread or after it
- * stopped. The off-heap bottom half is released with the cache by the garbage collector.
+ * costs what {@link #lkey} costs. The hit path allocates nothing. The off-heap bottom half is released with
+ * the cache by the garbage collector.
  */
 public final class MrCache
 {
@@ -48,15 +87,46 @@ public final class MrCache
     public static final int INITIAL_BOTTOM_CAPACITY = 256;
     /** The bottom half stops doubling here; entries found beyond it still fill the top half. */
     public static final int MAX_BOTTOM_CAPACITY = 1 << 20;
+    /**
+     * The generation of an invalidated cache: no {@code devGen} is this (the daemon counts up from 0), so the
+     * next lookup takes the slow path.
+     */
+    public static final long NO_GENERATION = -1L;
 
     private static final int TOP_MASK = TOP_HALF_ENTRIES - 1;
+    /** What the word an invalidated cache reads {@code devGen} from holds: neither a devGen nor NO_GENERATION. */
+    private static final long DETACHED_DEV_GEN = -2L;
+    private static final ByteBuffer DETACHED_WORD = BufferUtil.allocateDirectAligned(Long.BYTES, Long.BYTES);
+    private static final long DETACHED_ADDRESS = BufferUtil.address(DETACHED_WORD);
+    private static final VarHandle GENERATION;
+
+    static
+    {
+        DETACHED_WORD.putLong(0, DETACHED_DEV_GEN);
+        try
+        {
+            GENERATION = MethodHandles.lookup().findVarHandle(MrCache.class, "generation", long.class);
+        }
+        catch (final ReflectiveOperationException ex)
+        {
+            throw new ExceptionInInitializerError(ex);
+        }
+    }
 
     private final MrSource source;
+
+    // The hit path reads these five fields and the devGen word, nothing else.
+    /** Where devGen is read: the control file's header, or DETACHED_ADDRESS once invalidated. */
+    private long devGenAddress;
+    /** The devGen both levels belong to, or NO_GENERATION: written by other threads (volatile stores). */
+    private long generation;
+    private long mruStart;
+    private long mruEnd;
+    private long mruKeys;
+
     private final long[] topStart = new long[TOP_HALF_ENTRIES];
     private final long[] topEnd = new long[TOP_HALF_ENTRIES];
-    private final int[] topLkey = new int[TOP_HALF_ENTRIES];
-    private final int[] topRkey = new int[TOP_HALF_ENTRIES];
-    private int mru;
+    private final long[] topKeys = new long[TOP_HALF_ENTRIES];
     private int head;
     private long devGen;
 
@@ -66,6 +136,7 @@ public final class MrCache
 
     private final MrEntry scratch = new MrEntry();
 
+    private long mruMisses;
     private long topHits;
     private long bottomHits;
     private long globalHits;
@@ -73,7 +144,10 @@ public final class MrCache
     private long flushes;
 
     /**
+     * Takes the source's current {@code devGen} (and checks liveness after that, as every slow path does).
+     *
      * @param source the global levels; {@link MrdClient#newCache()} passes the client's.
+     * @throws DaemonDeadException when the source already knows the daemon dead.
      */
     public MrCache(final MrSource source)
     {
@@ -81,7 +155,11 @@ public final class MrCache
         this.bottomCapacity = INITIAL_BOTTOM_CAPACITY;
         this.bottom = newTable(bottomCapacity);
         this.bottomLength = SortedTable.clear(bottom, 0);
-        this.devGen = source.devGen();
+        this.devGenAddress = DETACHED_ADDRESS;
+        GENERATION.setVolatile(this, NO_GENERATION);
+        source.track(this);
+        source.ensureAlive();
+        adoptGeneration();
     }
 
     /**
@@ -105,14 +183,22 @@ public final class MrCache
      */
     public int lkey(final long address, final long length)
     {
-        return topLkey[find(address, length)];
+        if (UnsafeApi.getLongAcquire(null, devGenAddress) == generation)
+        {
+            final long end = mruEnd;
+            if (address < end && address >= mruStart && WholeBuffer.fits(address, length, end))
+            {
+                return KeyPair.lkey(mruKeys);
+            }
+        }
+        return KeyPair.lkey(lookup(address, length));
     }
 
     /**
      * Both keys of the MR holding the whole buffer, in one lookup that allocates nothing: what a work request
      * whose buffer a peer may also reach needs (the lkey for the local SGE, the rkey to hand to the peer).
      * Unpack with {@link KeyPair#lkey(long)} and {@link KeyPair#rkey(long)}; the rkey is
-     * {@link io.mrd.layout.Access#NO_RKEY} when the memory was allocated without remote access.
+     * {@link Access#NO_RKEY} when the memory was allocated without remote access.
      *
      * @param address first byte of the buffer.
      * @param length  bytes of the buffer ({@code >= 0}); the whole buffer must lie in one MR.
@@ -122,8 +208,15 @@ public final class MrCache
      */
     public long keyPair(final long address, final long length)
     {
-        final int slot = find(address, length);
-        return KeyPair.pack(topLkey[slot], topRkey[slot]);
+        if (UnsafeApi.getLongAcquire(null, devGenAddress) == generation)
+        {
+            final long end = mruEnd;
+            if (address < end && address >= mruStart && WholeBuffer.fits(address, length, end))
+            {
+                return mruKeys;
+            }
+        }
+        return lookup(address, length);
     }
 
     /**
@@ -137,29 +230,34 @@ public final class MrCache
     }
 
     /**
-     * @return the top-half slot holding the entry of {@code [address, address + length)}, filled from below
-     * on a miss.
+     * Makes the next lookup take the slow path, which checks liveness before it reads any level: what the
+     * source calls once the daemon is known dead, from any thread, after making the death visible to
+     * {@link MrSource#ensureAlive()} (see the class comment for why that order loses no death). Harmless on a
+     * live cache: it flushes and re-reads {@code devGen}.
      */
-    private int find(final long address, final long length)
+    public void invalidate()
     {
-        source.ensureAlive();
-        final long gen = source.devGen();
-        if (gen != devGen)
-        {
-            flush(gen);
-        }
-        final int m = mru;
-        final long end = topEnd[m];
-        if (address < end && address >= topStart[m])
-        {
-            topHits++;
-            return whole(address, length, end, m);
-        }
-        return lookupBelowMru(address, length);
+        devGenAddress = DETACHED_ADDRESS;
+        GENERATION.setVolatile(this, NO_GENERATION);
     }
 
-    private int lookupBelowMru(final long address, final long length)
+    /**
+     * Everything but an MRU hit: the generation check failed, or the MRU slot does not hold the address, or the
+     * buffer does not fit it.
+     *
+     * @return the keys of the entry holding {@code [address, address + length)}, filled from below on a miss.
+     */
+    private long lookup(final long address, final long length)
     {
+        if (UnsafeApi.getLongAcquire(null, devGenAddress) != (long)GENERATION.getVolatile(this))
+        {
+            refresh();
+        }
+        else if (address < mruEnd && address >= mruStart)
+        {
+            return whole(address, length, mruEnd, mruKeys);
+        }
+        mruMisses++;
         // The reference's mlx5_mr_lookup_lkey: entries fill from slot 0 after a flush, so the first empty
         // slot ends the scan.
         for (int i = 0; i < TOP_HALF_ENTRIES; i++)
@@ -172,9 +270,9 @@ public final class MrCache
             final long end = topEnd[i];
             if (address >= start && address < end)
             {
-                mru = i;
                 topHits++;
-                return whole(address, length, end, i);
+                useSlot(i);
+                return whole(address, length, end, mruKeys);
             }
         }
         return lookupBottomHalf(address, length);
@@ -184,7 +282,7 @@ public final class MrCache
      * The reference's {@code mlx5_mr_addr2mr_bh}: bottom half, then global cache, then the primary; whatever
      * is found replaces the oldest top-half entry and becomes the most recently used.
      */
-    private int lookupBottomHalf(final long address, final long length)
+    private long lookupBottomHalf(final long address, final long length)
     {
         final MrEntry entry = scratch;
         if (SortedTable.find(bottom, 0, bottomLength, address, entry))
@@ -198,11 +296,10 @@ public final class MrCache
         final int slot = head;
         topStart[slot] = entry.start;
         topEnd[slot] = entry.end;
-        topLkey[slot] = entry.lkey;
-        topRkey[slot] = entry.rkey;
-        mru = slot;
+        topKeys[slot] = KeyPair.pack(entry.lkey, entry.rkey);
         head = (slot + 1) & TOP_MASK;
-        return whole(address, length, entry.end, slot);
+        useSlot(slot);
+        return whole(address, length, entry.end, mruKeys);
     }
 
     /**
@@ -247,33 +344,69 @@ public final class MrCache
         }
     }
 
+    /** Top-half slot {@code slot} becomes the most recently used: its entry is copied to the scalar fields. */
+    private void useSlot(final int slot)
+    {
+        mruStart = topStart[slot];
+        mruEnd = topEnd[slot];
+        mruKeys = topKeys[slot];
+    }
+
     /**
-     * @return {@code slot} when {@code [address, address + length)} ends inside the entry ending at {@code end}
+     * @return {@code keys} when {@code [address, address + length)} ends inside the entry ending at {@code end}
      * (the caller found {@code address} in it).
      */
-    private static int whole(final long address, final long length, final long end, final int slot)
+    private static long whole(final long address, final long length, final long end, final long keys)
     {
         if (WholeBuffer.fits(address, length, end))
         {
-            return slot;
+            return keys;
         }
         throw WholeBuffer.straddles(address, length, end);
     }
 
     /**
-     * Empties both levels, as the reference's {@code mlx5_mr_flush_local_cache}, and remembers {@code gen}.
+     * The slow path's part of the liveness protocol (class comment): throws when the daemon is known gone, else
+     * empties both levels, as the reference's {@code mlx5_mr_flush_local_cache}, and adopts the current
+     * {@code devGen}.
      */
-    void flush(final long gen)
+    private void refresh()
     {
+        // Before anything is read through the source's devGen address: a closed client has unmapped it.
+        source.ensureAlive();
         Arrays.fill(topStart, 0);
         Arrays.fill(topEnd, 0);
-        Arrays.fill(topLkey, CacheEntryDescriptor.NO_LKEY);
-        Arrays.fill(topRkey, Access.NO_RKEY);
-        mru = 0;
+        Arrays.fill(topKeys, KeyPair.pack(CacheEntryDescriptor.NO_LKEY, Access.NO_RKEY));
+        mruStart = 0;
+        mruEnd = 0;
+        mruKeys = topKeys[0];
         head = 0;
         bottomLength = SortedTable.clear(bottom, 0);
-        devGen = gen;
         flushes++;
+        adoptGeneration();
+    }
+
+    /**
+     * Stores the current {@code devGen} as this cache's generation, then checks liveness again: a death made
+     * visible before this store is seen by that check, one made visible after it is followed by the source's
+     * {@link #invalidate()}, which overwrites this store.
+     */
+    private void adoptGeneration()
+    {
+        final long address = source.devGenAddress();
+        final long gen = UnsafeApi.getLongAcquire(null, address);
+        devGenAddress = address;
+        devGen = gen;
+        GENERATION.setVolatile(this, gen);
+        try
+        {
+            source.ensureAlive();
+        }
+        catch (final RuntimeException ex)
+        {
+            invalidate();
+            throw ex;
+        }
     }
 
     private static UnsafeBuffer newTable(final int capacity)
@@ -281,7 +414,33 @@ public final class MrCache
         return new UnsafeBuffer(BufferUtil.allocateDirectAligned(capacity * CacheEntryDescriptor.ENTRY_LENGTH, 64));
     }
 
-    /** @return lookups answered by the top half (most recently used slot or the linear scan). */
+    /**
+     * @return lookups that went past the most recently used slot (its entry did not hold the address, or the
+     * generation check sent the lookup to the slow path), whatever then answered or refused them: the sum of
+     * {@link #topHits()}, {@link #bottomHits()}, {@link #globalHits()} and {@link #createRequests()}, plus the
+     * lookups the global levels failed (EBUSY, a dead daemon) before counting.
+     */
+    public long mruMisses()
+    {
+        return mruMisses;
+    }
+
+    /**
+     * MRU hits are not counted (class comment); they are the lookups that did not miss it.
+     *
+     * @param lookups calls of {@link #lkey} and {@link #keyPair} the caller made on this cache.
+     * @return lookups answered (or refused as straddling) by the most recently used slot:
+     * {@code lookups - mruMisses()}.
+     */
+    public long mruHits(final long lookups)
+    {
+        return lookups - mruMisses;
+    }
+
+    /**
+     * @return lookups answered by the top half's linear scan: a slot other than the most recently used one.
+     * The MRU slot's hits are not counted, see {@link #mruHits(long)}.
+     */
     public long topHits()
     {
         return topHits;
@@ -299,13 +458,13 @@ public final class MrCache
         return globalHits;
     }
 
-    /** @return {@code CREATE_MR} requests sent (global misses). */
+    /** @return {@code CREATE_MR} requests sent (global misses), answered or not. */
     public long createRequests()
     {
         return createRequests;
     }
 
-    /** @return flushes of both levels on a {@code devGen} change. */
+    /** @return flushes of both levels: a {@code devGen} change (or an {@link #invalidate()} of a live cache). */
     public long flushes()
     {
         return flushes;
@@ -323,7 +482,7 @@ public final class MrCache
         return bottomCapacity;
     }
 
-    /** @return the {@code devGen} the cache's content belongs to. */
+    /** @return the {@code devGen} the cache's content belongs to (the last one it adopted). */
     public long devGen()
     {
         return devGen;
@@ -331,7 +490,7 @@ public final class MrCache
 
     public String toString()
     {
-        return "MrCache[topHits " + topHits + ", bottomHits " + bottomHits + ", globalHits " + globalHits +
+        return "MrCache[mruMisses " + mruMisses + ", topHits " + topHits + ", bottomHits " + bottomHits + ", globalHits " + globalHits +
             ", createRequests " + createRequests + ", flushes " + flushes + ", bottom " + bottomLength + "/" +
             bottomCapacity + "]";
     }

@@ -4,24 +4,36 @@ import io.mrd.layout.MrEntry;
 
 /**
  * Where a per-queue {@link MrCache} gets what its own two levels do not hold, and how it learns that they are
- * stale: the daemon's liveness, {@code devGen}, the global cache in the control file, and {@code CREATE_MR}.
- * {@link MrdClient#newCache()} supplies the real one ({@code ClientSource}, one per cache, since the
- * global-cache reader it wraps is single-threaded); tests supply fakes.
+ * stale: the daemon's liveness, the address of {@code devGen}, the global cache in the control file, and
+ * {@code CREATE_MR}. {@link MrdClient#newCache()} supplies the real one ({@code ClientSource}, one per cache,
+ * since the global-cache reader it wraps is single-threaded); tests and benchmarks supply their own.
+ * <p>
+ * The hit path calls nothing here: it reads {@code devGen} from {@link #devGenAddress()} and relies on the
+ * source to {@link MrCache#invalidate()} every cache it {@link #track tracks} once the daemon is known gone,
+ * after {@link #ensureAlive()} says so (the protocol is in {@link MrCache}'s class comment).
  */
 public interface MrSource
 {
     /**
-     * Datapath check, one volatile read: throws once the daemon is known dead, stopped or restarted.
+     * Slow-path check, one volatile read: throws once the daemon is known dead, stopped or restarted (or the
+     * client closed). A source makes a death visible here before it invalidates its caches.
      *
      * @throws DaemonDeadException saying which.
      */
     void ensureAlive();
 
     /**
-     * @return the daemon's {@code devGen}, read with acquire semantics: a change means a memory free event
-     * may have invalidated local entries.
+     * @return the address of the daemon's {@code devGen}: 8 aligned bytes the cache reads with acquire semantics
+     * (a change means a memory free event may have invalidated local entries), readable until the source has
+     * invalidated the cache and {@link #ensureAlive()} throws.
      */
-    long devGen();
+    long devGenAddress();
+
+    /**
+     * Remembers {@code cache} (weakly: a dropped cache must stay collectable) to {@link MrCache#invalidate()} it
+     * once the daemon is known gone. Called by the cache's constructor before it reads a generation.
+     */
+    void track(MrCache cache);
 
     /**
      * Slow-path check before a request: reads the heartbeat, the epoch and the control file's identity now

@@ -381,8 +381,7 @@ public final class MrdClient implements AutoCloseable
     public MrCache newCache()
     {
         watch.ensureAlive();
-        return new MrCache(new ClientSource(watch, controlFile.header(), new GlobalCacheReader(controlFile),
-            connection));
+        return new MrCache(new ClientSource(watch, new GlobalCacheReader(controlFile), connection));
     }
 
     /**

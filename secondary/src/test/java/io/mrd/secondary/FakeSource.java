@@ -5,13 +5,18 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import org.agrona.BufferUtil;
+import org.agrona.concurrent.UnsafeBuffer;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
 /**
  * An {@link MrSource} without a daemon: a global cache and a set of ranges the "primary" would register on
- * {@code CREATE_MR}, both as sorted maps; a {@code devGen}; and a liveness switch for each check.
+ * {@code CREATE_MR}, both as sorted maps; a {@code devGen} word off-heap; and a liveness switch for each check,
+ * which invalidates the tracked caches as the client's watch does.
  */
 class FakeSource implements MrSource
 {
@@ -19,9 +24,10 @@ class FakeSource implements MrSource
     final TreeMap<Long, long[]> global = new TreeMap<>();
     /** start → {start, end, lkey}: what CREATE_MR registers (then it is in the global cache too). */
     final TreeMap<Long, long[]> registrable = new TreeMap<>();
-    long devGen;
+    private final UnsafeBuffer devGenWord = new UnsafeBuffer(BufferUtil.allocateDirectAligned(Long.BYTES, Long.BYTES));
+    private final List<MrCache> caches = new ArrayList<>();
     /** What the watchdog would have found: every call fails. */
-    boolean knownDead;
+    private volatile boolean knownDead;
     /** What only a fresh look at the heartbeat finds: the slow path fails. */
     boolean heartbeatStale;
     int globalLookups;
@@ -44,7 +50,24 @@ class FakeSource implements MrSource
     {
         global.remove(start);
         registrable.remove(start);
-        devGen++;
+        bumpDevGen();
+    }
+
+    void bumpDevGen()
+    {
+        devGenWord.putLongRelease(0, devGenWord.getLong(0) + 1);
+    }
+
+    long devGen()
+    {
+        return devGenWord.getLongVolatile(0);
+    }
+
+    /** What the watch does: the death first, then every tracked cache. */
+    void markDead()
+    {
+        knownDead = true;
+        caches.forEach(MrCache::invalidate);
     }
 
     public void ensureAlive()
@@ -55,9 +78,14 @@ class FakeSource implements MrSource
         }
     }
 
-    public long devGen()
+    public long devGenAddress()
     {
-        return devGen;
+        return devGenWord.addressOffset();
+    }
+
+    public void track(final MrCache cache)
+    {
+        caches.add(cache);
     }
 
     public void checkLiveness()
@@ -65,7 +93,7 @@ class FakeSource implements MrSource
         ensureAlive();
         if (heartbeatStale)
         {
-            knownDead = true;
+            markDead();
             ensureAlive();
         }
     }

@@ -64,7 +64,7 @@ final class MrCacheTest
             final int kind = random.nextInt(100);
             if (kind < 3)
             {
-                source.devGen++;
+                source.bumpDevGen();
                 continue;
             }
             if (kind < 6)
@@ -94,8 +94,11 @@ final class MrCacheTest
             lookups++;
             assertLookup(cache, source, address, length);
         }
-        assertEquals(lookups, cache.topHits() + cache.bottomHits() + cache.globalHits() + cache.createRequests(),
-            cache.toString());
+        // Every lookup past the MRU slot is answered (or refused) by exactly one level below it.
+        assertEquals(cache.mruMisses(), cache.topHits() + cache.bottomHits() + cache.globalHits() +
+            cache.createRequests(), cache.toString());
+        assertEquals(lookups - cache.mruMisses(), cache.mruHits(lookups));
+        assertTrue(cache.mruHits(lookups) >= 0, cache.toString());
         assertEquals(source.creates, cache.createRequests());
     }
 
@@ -157,7 +160,9 @@ final class MrCacheTest
         assertEquals(8, cache.lkey(entryStart(7) + 100, 64)); // the MRU slot
         assertEquals(1, cache.lkey(entryStart(0), 64));       // linear scan
         assertEquals(1, cache.lkey(entryStart(0) + 8, 8));    // now the MRU
-        assertEquals(3, cache.topHits());
+        assertEquals(1, cache.topHits(), "the linear hit; MRU hits are not counted");
+        assertEquals(9, cache.mruMisses());
+        assertEquals(2, cache.mruHits(11));
         assertEquals(8, source.globalLookups);
 
         // A ninth entry replaces the oldest slot (FIFO from slot 0), so entry 0 comes from the bottom half.
@@ -173,7 +178,7 @@ final class MrCacheTest
         {
             assertEquals(i + 1, cache.lkey(entryStart(i), 64));
         }
-        assertEquals(topHits + 8, cache.topHits());
+        assertEquals(topHits + 8, cache.topHits(), "each moved the MRU: all linear hits");
         assertEquals(2, cache.bottomHits());
         assertEquals(3, cache.lkey(entryStart(2), 64));
         assertEquals(3, cache.bottomHits());
@@ -205,7 +210,7 @@ final class MrCacheTest
         // The last eight of the first pass (entries 7..0) are in the top half; the rest come from the bottom.
         assertEquals(count, cache.globalHits());
         assertEquals(count, source.globalLookups);
-        assertEquals(8, cache.topHits());
+        assertEquals(7, cache.topHits(), "entry 0 was the MRU: 1..7 by the linear scan");
         assertEquals(count - 8, cache.bottomHits());
     }
 
@@ -220,7 +225,7 @@ final class MrCacheTest
         assertEquals(8, cache.lkey(BASE + UNIT, 8));
         assertEquals(0, cache.flushes());
 
-        source.devGen++;
+        source.bumpDevGen();
         assertEquals(7, cache.lkey(BASE, 8));
         assertEquals(1, cache.flushes());
         assertEquals(3, cache.globalHits());
@@ -231,7 +236,7 @@ final class MrCacheTest
         final MrdException ex = assertThrows(MrdException.class, () -> cache.lkey(BASE, 8));
         assertEquals(ErrorCode.ENXIO, ex.code());
         assertEquals(2, cache.flushes());
-        assertEquals(source.devGen, cache.devGen());
+        assertEquals(source.devGen(), cache.devGen());
     }
 
     @Test
@@ -289,10 +294,34 @@ final class MrCacheTest
         final MrCache cache = new MrCache(source);
         assertEquals(1, cache.lkey(BASE, 8));
 
-        source.knownDead = true;
+        source.markDead();
         final DaemonDeadException ex = assertThrows(DaemonDeadException.class, () -> cache.lkey(BASE, 8));
         assertEquals(ErrorCode.ECONNRESET, ex.code());
         assertTrue(ex.getMessage().contains("re-attach"), ex.getMessage());
+    }
+
+    @Test
+    void invalidateOfALiveCacheOnlyFlushes()
+    {
+        final FakeSource source = new FakeSource();
+        source.putGlobal(BASE, BASE + UNIT, 1);
+        final MrCache cache = new MrCache(source);
+        assertEquals(1, cache.lkey(BASE, 8));
+        cache.invalidate();
+        assertEquals(1, cache.lkey(BASE, 8));
+        assertEquals(1, cache.flushes());
+        assertEquals(2, cache.globalHits());
+        assertEquals(1, cache.lkey(BASE + 8, 8));
+        assertEquals(2, cache.mruMisses());
+    }
+
+    @Test
+    void aCacheOfADeadDaemonIsRefused()
+    {
+        final FakeSource source = new FakeSource();
+        source.putGlobal(BASE, BASE + UNIT, 1);
+        source.markDead();
+        assertThrows(DaemonDeadException.class, () -> new MrCache(source));
     }
 
     @Test
@@ -354,7 +383,7 @@ final class MrCacheTest
         assertEquals(KeyPair.pack(0x12, Access.NO_RKEY), cache.keyPair(BASE + UNIT, 8), "from CREATE_MR");
         assertEquals(KeyPair.pack(0x11, 0x2211), cache.keyPair(BASE + 16, 8), "from the top half");
         assertEquals(0x11, cache.lkey(BASE + 16, 8));
-        source.devGen++;
+        source.bumpDevGen();
         assertEquals(KeyPair.pack(0x12, Access.NO_RKEY), cache.keyPair(BASE + UNIT + 8, 8), "after a flush");
         assertEquals(0xFFFF_FFFFL, KeyPair.pack(-1, 0), "the lkey does not spill into the rkey");
         assertEquals(-1, KeyPair.rkey(KeyPair.pack(0, -1)));

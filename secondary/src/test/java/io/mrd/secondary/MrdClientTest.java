@@ -98,7 +98,7 @@ final class MrdClientTest
         assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(memory.address() + 4096, 4096));
         assertEquals(1, cache.createRequests());
         assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(memory.asSlice(0, 64)));
-        assertEquals(1, cache.topHits());
+        assertEquals(1, cache.mruHits(2), "the second lookup was the MRU slot's");
 
         final MrCache other = client.newCache();
         assertEquals(FakeDaemon.LOW_LKEY, other.lkey(memory.address(), 1));
