@@ -36,14 +36,6 @@ public final class LargeAllocationBench
      * for, and their rows show "missing".
      */
     public static final String SIZES_PROPERTY = "mrd.bench.large.sizes";
-    /**
-     * The daemon's heartbeat interval: 5 s, so a client judges it dead only after 50 s of silence. On this
-     * machine the heartbeat stalled for as long as a large registration ran (past the default 1 s limit at 1 GiB,
-     * past 10 s at 8 GiB) and the client gave up on a live daemon (see BENCHMARKS.md, findings); the rows
-     * measure speed, the stall is a finding of its own.
-     */
-    static final int HEARTBEAT_INTERVAL_MS = 5000;
-
     private LargeAllocationBench()
     {
     }
@@ -72,8 +64,7 @@ public final class LargeAllocationBench
         }
         try (BenchDaemon daemon = BenchDaemon.start(logs.resolve("daemon.log"), List.of(
             "--huge-dir", hugeDir.isEmpty() ? "none" : hugeDir,
-            "--max-memory", largest + "GiB", "--list-size", largest + "GiB",
-            "--heartbeat-interval", String.valueOf(HEARTBEAT_INTERVAL_MS))))
+            "--max-memory", largest + "GiB", "--list-size", largest + "GiB")))
         {
             System.out.println("allocate: " + String.join(", ", sizeList) + " GiB on " +
                 (hugeDir.isEmpty() ? "tmpfs" : "hugetlbfs " + hugeDir));

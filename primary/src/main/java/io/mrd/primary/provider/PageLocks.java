@@ -27,6 +27,14 @@ import java.util.TreeMap;
 final class PageLocks
 {
     static final long PAGE_SIZE = pageSize();
+    /**
+     * The most one {@code mlock} call locks. The kernel holds the process's {@code mmap_lock} for a whole call, and
+     * the JVM's own memory operations (G1 committing or uncommitting heap inside a safepoint) wait for it with
+     * every Java thread stopped, the heartbeat's among them: one {@code mlock} of 2 GiB of fresh tmpfs memory
+     * stopped a G1 JVM's threads for 772 ms, as long as the call. Population first ({@link PagePopulator}) makes
+     * the pin itself cheap (about 40 ms per GiB); steps of this size bound what is left for any range.
+     */
+    static final long MLOCK_STEP = 1L << 30;
 
     /**
      * A step function over page-aligned addresses: each key maps to the number of registrations covering the pages
@@ -48,8 +56,12 @@ final class PageLocks
         {
             add(start, end, 1, null);
         }
-        // mlock runs outside the monitor: it faults the range in, which is the slow part (~ms per 100 MiB).
-        final int errno = Posix.mlock(start, end - start);
+        // mlock runs outside the monitor: it faults in what population left, the slow part when it does.
+        int errno = 0;
+        for (long from = start; from < end && 0 == errno; from += MLOCK_STEP)
+        {
+            errno = Posix.mlock(from, Math.min(MLOCK_STEP, end - from));
+        }
         if (0 != errno)
         {
             // mlock may have locked part of the range before failing.
