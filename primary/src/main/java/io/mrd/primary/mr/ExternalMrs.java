@@ -11,7 +11,6 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
-import org.agrona.concurrent.errors.DistinctErrorLog;
 
 import java.util.List;
 import java.util.concurrent.locks.Lock;
@@ -34,7 +33,6 @@ final class ExternalMrs
     private final GlobalCacheWriter cache;
     private final Registrar registrar;
     private final DaemonCounters counters;
-    private final DistinctErrorLog errorLog;
     private final MrEntry scratch = new MrEntry();
 
     ExternalMrs(
@@ -44,13 +42,11 @@ final class ExternalMrs
         final MrTable table,
         final GlobalCacheWriter cache,
         final Registrar registrar,
-        final DaemonCounters counters,
-        final DistinctErrorLog errorLog)
+        final DaemonCounters counters)
     {
         this.engine = engine;
         this.cacheLock = cacheLock;
         this.inFlight = inFlight;
-        this.errorLog = errorLog;
         this.table = table;
         this.cache = cache;
         this.registrar = registrar;
@@ -144,17 +140,7 @@ final class ExternalMrs
         {
             cacheLock.unlock();
         }
-        try
-        {
-            registrar.deregister(registration);
-        }
-        catch (final RuntimeException ex)
-        {
-            errorLog.record(ex);
-        }
-        table.release(slot);
-        throw new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering external memory at " +
-            Sizes.hex(address) + ": it is not registered");
+        throw engine.undoAfterClose(registration, slot, "external memory at " + Sizes.hex(address));
     }
 
     /**

@@ -351,20 +351,8 @@ final class MrCreation
         {
             cacheLock.unlock();
         }
-        try
-        {
-            registrar.deregister(registration);
-        }
-        catch (final RuntimeException ex)
-        {
-            errorLog.record(ex);
-            LOG.error("deregistration of [{}, {}), registered while the daemon closed, failed",
-                Sizes.hex(planned.start()), Sizes.hex(planned.end()), ex);
-        }
-        table.release(slot);
-        throw new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering [" +
-            Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " + Sizes.hex(address) +
-            ": no MR was created");
+        throw engine.undoAfterClose(registration, slot,
+            "[" + Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " + Sizes.hex(address));
     }
 
     /** Waits with no lock but the cache lock's condition until no registration in flight holds the address. */

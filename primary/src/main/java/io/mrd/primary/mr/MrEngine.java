@@ -106,7 +106,7 @@ public final class MrEngine implements AutoCloseable
         this.errorLog = errorLog;
         this.table = new MrTable(controlFile, counters);
         this.cache = new GlobalCacheWriter(controlFile, counters);
-        this.externals = new ExternalMrs(this, cacheLock, inFlight, table, cache, registrar, counters, errorLog);
+        this.externals = new ExternalMrs(this, cacheLock, inFlight, table, cache, registrar, counters);
         this.creation = new MrCreation(this, memory, registrar, errorLog, cacheLock, inFlight, table, cache,
             extendToContiguousChunk);
         cache.write(() ->
@@ -492,6 +492,29 @@ public final class MrEngine implements AutoCloseable
         {
             cacheLock.unlock();
         }
+    }
+
+    /**
+     * Undoes a registration that finished after {@link #close} had begun (close detached every MR the table held,
+     * and this one was not among them): deregisters it and releases its record, with no lock held.
+     *
+     * @param what the memory, for the caller's error ("[start, end) for address").
+     * @return the ENODEV to throw: nothing was registered.
+     */
+    MrdException undoAfterClose(final Registration registration, final int slot, final String what)
+    {
+        try
+        {
+            registrar.deregister(registration);
+        }
+        catch (final RuntimeException ex)
+        {
+            errorLog.record(ex);
+            LOG.error("deregistration of {}, registered while the daemon closed, failed", what, ex);
+        }
+        table.release(slot);
+        return new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering " + what +
+            ": it is not registered");
     }
 
     /** @return true once {@link #close} has begun (set under the cache lock). */

@@ -40,14 +40,14 @@ final class PagePopulatorTest
     private static final long PAGE = PageLocks.PAGE_SIZE;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
-    private final List<MemorySegment> mappings = new ArrayList<>();
+    private final TestMappings mappings = new TestMappings();
     private final List<PagePopulator> populators = new ArrayList<>();
 
     @AfterEach
     void removeWhatTheTestCreated()
     {
         populators.forEach(PagePopulator::close);
-        mappings.forEach(m -> Posix.munmapQuietly(m.address(), m.byteSize()));
+        mappings.unmapAll();
     }
 
     @Test
@@ -264,18 +264,7 @@ final class PagePopulatorTest
 
     private MemorySegment sharedMemory(final long length)
     {
-        final int fd = Posix.memfdCreate("populate-test", Posix.MFD_CLOEXEC);
-        try
-        {
-            Posix.ftruncate(fd, length);
-            final MemorySegment memory = Posix.map(length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
-            mappings.add(memory);
-            return memory;
-        }
-        finally
-        {
-            Posix.close(fd);
-        }
+        return mappings.sharedMemfd("populate-test", length);
     }
 
     /**

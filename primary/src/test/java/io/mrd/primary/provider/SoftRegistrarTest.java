@@ -44,7 +44,7 @@ final class SoftRegistrarTest
 
     private static final long LENGTH = 4 * MIB;
 
-    private final List<MemorySegment> mappings = new ArrayList<>();
+    private final TestMappings mappings = new TestMappings();
     private final List<Registrar> registrars = new ArrayList<>();
     private long vmLckBefore;
 
@@ -58,7 +58,7 @@ final class SoftRegistrarTest
     void removeWhatTheTestCreated()
     {
         registrars.forEach(Registrar::close);
-        mappings.forEach(m -> Posix.munmapQuietly(m.address(), m.byteSize()));
+        mappings.unmapAll();
         assertEquals(vmLckBefore, vmLck(), "memory left locked after the test");
     }
 
@@ -392,18 +392,7 @@ final class SoftRegistrarTest
 
     private MemorySegment sharedMemory(final long length)
     {
-        final int fd = Posix.memfdCreate("soft-registrar-test", Posix.MFD_CLOEXEC);
-        try
-        {
-            Posix.ftruncate(fd, length);
-            final MemorySegment memory = Posix.map(length, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd, 0);
-            mappings.add(memory);
-            return memory;
-        }
-        finally
-        {
-            Posix.close(fd);
-        }
+        return mappings.sharedMemfd("soft-registrar-test", length);
     }
 
     private SoftRegistrar registrar(final ProviderConfig config)
