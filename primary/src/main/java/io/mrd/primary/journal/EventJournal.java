@@ -2,6 +2,7 @@ package io.mrd.primary.journal;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.journal.JournalEventType;
+import io.mrd.primary.provider.Registration;
 
 /**
  * Where the daemon tells what changed registrations or ownership, one call at the place it happens: the engine,
@@ -12,7 +13,7 @@ import io.mrd.layout.journal.JournalEventType;
  * the cache lock held: an implementation must be thread-safe, must not block on anything but a short lock of
  * its own, and must not make a system call per event.
  */
-public interface EventJournal
+public interface EventJournal extends AutoCloseable
 {
     /** The journal of a daemon started with {@code --journal-size 0}: records nothing. */
     EventJournal OFF = (type, flags, client, arg, address, length, lkey, rkey, value) ->
@@ -24,6 +25,11 @@ public interface EventJournal
      */
     void append(JournalEventType type, int flags, int client, int arg, long address, long length, int lkey, int rkey,
         long value);
+
+    /** Releases the journal's files; appends after it record nothing. */
+    default void close()
+    {
+    }
 
     default void daemonStarted(final long epoch, final long pid, final long journalSize)
     {
@@ -60,23 +66,19 @@ public interface EventJournal
         append(JournalEventType.FREE, 0, owner, 0, address, length, 0, 0, 0);
     }
 
-    default void mrCreated(
-        final int owner, final int slot, final long address, final long length, final int lkey, final int rkey,
-        final int mrFlags)
+    default void mrCreated(final int owner, final int slot, final Registration mr, final int mrFlags)
     {
-        append(JournalEventType.MR_CREATED, mrFlags, owner, slot, address, length, lkey, rkey, 0);
+        append(JournalEventType.MR_CREATED, mrFlags, owner, slot, mr.address(), mr.length(), mr.lkey(), mr.rkey(), 0);
     }
 
-    default void mrDetached(
-        final int owner, final int slot, final long address, final long length, final int lkey, final int rkey)
+    default void mrDetached(final int owner, final int slot, final Registration mr)
     {
-        append(JournalEventType.MR_DETACHED, 0, owner, slot, address, length, lkey, rkey, 0);
+        append(JournalEventType.MR_DETACHED, 0, owner, slot, mr.address(), mr.length(), mr.lkey(), mr.rkey(), 0);
     }
 
-    default void mrDeregistered(
-        final int owner, final int slot, final long address, final long length, final int lkey, final int rkey)
+    default void mrDeregistered(final int owner, final int slot, final Registration mr)
     {
-        append(JournalEventType.MR_DEREGISTERED, 0, owner, slot, address, length, lkey, rkey, 0);
+        append(JournalEventType.MR_DEREGISTERED, 0, owner, slot, mr.address(), mr.length(), mr.lkey(), mr.rkey(), 0);
     }
 
     default void memoryEvent(final long address, final long length, final long devGen)
