@@ -47,6 +47,12 @@ final class GlobalCacheWriter
     private final int cacheOffset;
     private boolean writing;
 
+    /** A writer that records no events (for tests and stress tests of the seqlock alone). */
+    GlobalCacheWriter(final ControlFile controlFile, final DaemonCounters counters)
+    {
+        this(controlFile, counters, EventJournal.OFF);
+    }
+
     GlobalCacheWriter(final ControlFile controlFile, final DaemonCounters counters, final EventJournal journal)
     {
         this.journal = journal;

@@ -291,7 +291,7 @@ final class EngineFixture implements AutoCloseable
     {
         if (overflow())
         {
-            final GlobalCacheWriter writer = new GlobalCacheWriter(ctl, counters, io.mrd.primary.journal.EventJournal.OFF);
+            final GlobalCacheWriter writer = new GlobalCacheWriter(ctl, counters);
             writer.write(writer::rebuild);
         }
         return !overflow();
