@@ -36,6 +36,7 @@ import java.util.Locale;
         "  mrd start --dir /tmp/mrd            start a daemon in the background",
         "  mrd status --dir /tmp/mrd           is it alive?",
         "  mrd stop --dir /tmp/mrd             graceful shutdown",
+        "  mrd events --dir /tmp/mrd           what the daemon did (also after a crash)",
         "",
         "Exit codes: 0 success, 1 failure or not running, 2 bad command line (no command, an unknown option, " +
             "a wrong value), each failure with one line on stderr."
@@ -47,6 +48,7 @@ import java.util.Locale;
         DumpCommand.class,
         StatCommand.class,
         CheckCommand.class,
+        EventsCommand.class,
         LookupCommand.class,
         WorkerCommand.class,
         DemoCommand.class,

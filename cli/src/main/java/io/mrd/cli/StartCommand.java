@@ -144,6 +144,11 @@ public final class StartCommand implements Callable<Integer>
             "(a bare :PORT or PORT listens on 127.0.0.1 only; default: off).")
     String metrics;
 
+    @Option(names = "--journal-size", paramLabel = "SIZE",
+        description = "Bound of the event journal in DIR/journal (mrd events reads it), all its files together; " +
+            "0 or 'off' for none (default: ${DEFAULT-VALUE}).")
+    String journalSize;
+
     @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
     Mrd.LogLevel logLevel;
 
@@ -187,6 +192,7 @@ public final class StartCommand implements Callable<Integer>
                 case "--provider" -> ProviderConfig.SOFT;
                 case "--max-pinned" -> Long.toString(DaemonContext.DEFAULT_MAX_PINNED);
                 case "--mr-ext-memseg" -> Boolean.toString(DaemonContext.DEFAULT_MR_EXT_MEMSEG);
+                case "--journal-size" -> Sizes.format(DaemonContext.DEFAULT_JOURNAL_SIZE);
                 case "--fail-nth" -> Integer.toString(DaemonContext.DEFAULT_FAIL_NTH);
                 case "--registration-latency" -> Long.toString(DaemonContext.DEFAULT_REGISTRATION_LATENCY_NANOS / 1000);
                 default -> null;
@@ -307,6 +313,10 @@ public final class StartCommand implements Callable<Integer>
         if (null != metrics)
         {
             context.metrics(metrics);
+        }
+        if (given.hasMatchedOption("--journal-size"))
+        {
+            context.journalSize(journalSize);
         }
         if (given.hasMatchedOption("--fail-nth"))
         {

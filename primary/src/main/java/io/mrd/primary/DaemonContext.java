@@ -60,6 +60,8 @@ public final class DaemonContext
     public static final int DEFAULT_FAIL_NTH = 0;
     /** Default of the fault injection {@code --registration-latency}: none added. */
     public static final long DEFAULT_REGISTRATION_LATENCY_NANOS = 0;
+    /** Default bound of the event journal, all its files together. */
+    public static final long DEFAULT_JOURNAL_SIZE = 64 * Sizes.MIB;
 
     /**
      * First address the daemon's memory may not reach: 1 TiB below the end of the 47-bit user address space,
@@ -83,6 +85,10 @@ public final class DaemonContext
     public static final int MAX_POPULATE_THREADS = PagePopulator.MAX_THREADS;
     /** Most fault-injection latency added to a registration: 10 s, past any request timeout. */
     public static final long MAX_REGISTRATION_LATENCY_NANOS = 10_000_000_000L;
+    /** Smallest journal but none: its files each hold a page of records. */
+    public static final long MIN_JOURNAL_SIZE = 64 * Sizes.KIB;
+    /** Largest journal: each of its files is mapped whole, and read with int offsets. */
+    public static final long MAX_JOURNAL_SIZE = 4 * Sizes.GIB;
 
     private final SettingOrigins origins = new SettingOrigins();
     private Path dir;
@@ -107,6 +113,7 @@ public final class DaemonContext
     private int failNth = DEFAULT_FAIL_NTH;
     private long registrationLatencyNanos = DEFAULT_REGISTRATION_LATENCY_NANOS;
     private String ibverbsLibrary = ProviderConfig.DEFAULT_LIBRARY;
+    private long journalSize = DEFAULT_JOURNAL_SIZE;
     private boolean concluded;
 
     private int listCount;
@@ -152,6 +159,7 @@ public final class DaemonContext
         origins.fromEnvironment(env, DaemonSetting.REGISTRATION_LATENCY,
             micros -> DaemonSetting.microsToNanos(Long.parseLong(micros)), this::registrationLatencyNanos);
         origins.fromEnvironment(env, DaemonSetting.IBVERBS_LIBRARY, Function.identity(), this::ibverbsLibrary);
+        origins.fromEnvironment(env, DaemonSetting.JOURNAL_SIZE, DaemonSetting::parseJournalSize, this::journalSize);
         return this;
     }
 
@@ -490,6 +498,28 @@ public final class DaemonContext
     }
 
     /**
+     * @return the bound of the event journal in {@code DIR/journal}, all its files together; 0 when there is none.
+     */
+    public long journalSize()
+    {
+        return journalSize;
+    }
+
+    public DaemonContext journalSize(final long journalSize)
+    {
+        this.journalSize = journalSize;
+        return given(DaemonSetting.JOURNAL_SIZE);
+    }
+
+    /**
+     * @param value {@code --journal-size}: a size, or 0 or {@code off}.
+     */
+    public DaemonContext journalSize(final String value)
+    {
+        return journalSize(DaemonSetting.JOURNAL_SIZE.fromOption(value, DaemonSetting::parseJournalSize));
+    }
+
+    /**
      * @return number of memory-segment lists (after {@link #conclude()}).
      */
     public int listCount()
@@ -531,6 +561,7 @@ public final class DaemonContext
             ", failNth=" + failNth +
             ", registrationLatencyNanos=" + registrationLatencyNanos +
             ", ibverbsLibrary=" + ibverbsLibrary +
+            ", journalSize=" + (journalSize == 0 ? "off" : Sizes.format(journalSize)) +
             ", fromEnvironment=" + origins.variablesRead() +
             '}';
     }

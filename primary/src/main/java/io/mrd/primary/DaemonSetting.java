@@ -3,6 +3,7 @@ package io.mrd.primary;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
+import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.provider.ProviderConfig;
 
 import java.net.InetSocketAddress;
@@ -40,6 +41,7 @@ public enum DaemonSetting
         "127.0.0.1:9464 or :9464)"),
     FAIL_NTH("--fail-nth", "MRD_FAIL_NTH", "a number"),
     REGISTRATION_LATENCY("--registration-latency", "MRD_REGISTRATION_LATENCY", "a number of microseconds"),
+    JOURNAL_SIZE("--journal-size", "MRD_JOURNAL_SIZE", "a size such as 64MiB, or 0 or 'off' for no journal"),
     IBVERBS_LIBRARY(null, ProviderConfig.LIBRARY_ENV, "a library path or soname");
 
     private final String option;
@@ -142,6 +144,12 @@ public enum DaemonSetting
             return Boolean.parseBoolean(text);
         }
         throw new IllegalArgumentException(text);
+    }
+
+    /** @return the bytes of {@code --journal-size}: a size, or 0 for {@code off}. */
+    static long parseJournalSize(final String text)
+    {
+        return "off".equalsIgnoreCase(text) ? 0 : Sizes.parse(text);
     }
 
     static List<Integer> parseGids(final String text)

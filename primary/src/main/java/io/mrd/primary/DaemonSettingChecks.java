@@ -14,6 +14,8 @@ import static io.mrd.primary.DaemonContext.ADDRESS_SPACE_END;
 import static io.mrd.primary.DaemonContext.DEFAULT_BASE_VIRTADDR;
 import static io.mrd.primary.DaemonContext.MAX_CACHE_CAPACITY;
 import static io.mrd.primary.DaemonContext.MAX_CLIENTS;
+import static io.mrd.primary.DaemonContext.MAX_JOURNAL_SIZE;
+import static io.mrd.primary.DaemonContext.MIN_JOURNAL_SIZE;
 import static io.mrd.primary.DaemonContext.MAX_LISTS;
 import static io.mrd.primary.DaemonContext.MAX_MRS;
 import static io.mrd.primary.DaemonContext.MAX_POPULATE_THREADS;
@@ -132,6 +134,13 @@ final class DaemonSettingChecks
                 BigDecimal.valueOf(registrationLatencyNanos, 3).stripTrailingZeros().toPlainString() +
                 " must be between 0 and " + MAX_REGISTRATION_LATENCY_NANOS / 1000 + " microseconds" +
                 origins.describe(DaemonSetting.REGISTRATION_LATENCY));
+        }
+        final long journalSize = context.journalSize();
+        if (journalSize != 0 && (journalSize < MIN_JOURNAL_SIZE || journalSize > MAX_JOURNAL_SIZE))
+        {
+            throw invalid("--journal-size " + Sizes.format(journalSize) + " must be 0 (off) or between " +
+                Sizes.format(MIN_JOURNAL_SIZE) + " and " + Sizes.format(MAX_JOURNAL_SIZE) +
+                origins.describe(DaemonSetting.JOURNAL_SIZE));
         }
         final long end = baseVirtaddr + 2L * listCount * effectiveListSize + maxExternal;
         if (end > ADDRESS_SPACE_END)

@@ -9,6 +9,10 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.layout.journal.JournalFileDescriptor;
+import io.mrd.primary.journal.EventJournal;
+import io.mrd.primary.journal.MappedEventJournal;
+import io.mrd.primary.journal.MemoryJournaling;
 import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
@@ -48,6 +52,7 @@ public final class MrdDaemon implements AutoCloseable
     private final MemoryManager memory;
     private final MrEngine engine;
     private final Registrar registrar;
+    private final EventJournal journal;
     private final Thread heartbeat;
     /** Set in {@link #launch} once the engine exists and before the control file is published. */
     private volatile MrdServer server;
@@ -64,8 +69,10 @@ public final class MrdDaemon implements AutoCloseable
         final DistinctErrorLog errorLog,
         final MemoryManager memory,
         final Registrar registrar,
-        final MrEngine engine)
+        final MrEngine engine,
+        final EventJournal journal)
     {
+        this.journal = journal;
         this.context = context;
         this.runDirectory = runDirectory;
         this.controlFile = controlFile;
@@ -92,6 +99,7 @@ public final class MrdDaemon implements AutoCloseable
         ControlFile ctl = null;
         MemoryManager memory = null;
         Registrar registrar = null;
+        EventJournal journal = EventJournal.OFF;
         try
         {
             recoverStale(runDirectory);
@@ -153,18 +161,22 @@ public final class MrdDaemon implements AutoCloseable
                 .segmentSize(DaemonContext.SEGMENT_SIZE)
                 .providerName(context.provider());
 
+            journal = openJournal(context, runDirectory, header.epoch());
+            journal.daemonStarted(header.epoch(), header.pid(), context.journalSize());
             final DaemonCounters counters = new DaemonCounters(ctl);
             final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
             memory = new MemoryManager(new MemoryConfig(context.baseVirtaddr(), DaemonContext.SEGMENT_SIZE,
                 context.listCount(), context.segmentsPerList(), runDirectory.memDir(), hugeLists, ctl.buffer(), layout));
             header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB)).externalLength(context.maxExternal());
+            memory.addEventListener(new MemoryJournaling(journal));
 
             // The provider comes last: it is what most often refuses to start (no device, no library), and
             // everything before it is cheap to undo.
             registrar = Registrars.create(context.providerConfig());
-            final MrEngine engine = new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg());
+            final MrEngine engine =
+                new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg(), journal);
             final MrdDaemon daemon = new MrdDaemon(
-                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine);
+                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine, journal);
             if (context.metricsAddress().isPresent())
             {
                 daemon.metrics = MetricsEndpoint.start(context.metricsAddress().get(), ctl);
@@ -194,19 +206,21 @@ public final class MrdDaemon implements AutoCloseable
         }
         catch (final IOException ex)
         {
-            cleanupFailedStart(runDirectory, ctl, memory, registrar);
+            cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
             throw new MrdException(ErrorCode.EIO, "cannot create the control file in " + context.dir() + ": " + ex);
         }
         catch (final RuntimeException ex)
         {
-            cleanupFailedStart(runDirectory, ctl, memory, registrar);
+            cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
             throw ex;
         }
     }
 
     private static void cleanupFailedStart(
-        final RunDirectory runDirectory, final ControlFile ctl, final MemoryManager memory, final Registrar registrar)
+        final RunDirectory runDirectory, final ControlFile ctl, final MemoryManager memory, final Registrar registrar,
+        final EventJournal journal)
     {
+        journal.close();
         if (null != registrar)
         {
             registrar.close();
@@ -240,6 +254,29 @@ public final class MrdDaemon implements AutoCloseable
         final List<String> removed = runDirectory.removeStaleFiles();
         LOG.warn("recovered stale directory {}: previous daemon ({}) died without cleaning up; removed {}",
             runDirectory.dir(), found, removed);
+    }
+
+    /**
+     * Keeps the journal a previous daemon left (renamed, for {@code mrd events --previous}), then opens this one's
+     * unless {@code --journal-size} is 0.
+     */
+    private static EventJournal openJournal(final DaemonContext context, final RunDirectory runDirectory,
+        final long epoch)
+    {
+        if (MappedEventJournal.keepPrevious(runDirectory.dir()))
+        {
+            LOG.info("kept the previous daemon's event journal in {}",
+                runDirectory.dir().resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY));
+        }
+        if (context.journalSize() == 0)
+        {
+            return EventJournal.OFF;
+        }
+        final MappedEventJournal journal = MappedEventJournal.create(
+            runDirectory.dir().resolve(JournalFileDescriptor.DIRECTORY), context.journalSize(), epoch);
+        LOG.info("event journal {} ({} in {} files)", journal.dir(), Sizes.format(context.journalSize()),
+            JournalFileDescriptor.FILE_COUNT);
+        return journal;
     }
 
     private void beat()
@@ -378,6 +415,8 @@ public final class MrdDaemon implements AutoCloseable
             registrar.close();
             counters.set(MrdCounter.BYTES_ALLOCATED, 0);
             memory.close();
+            journal.daemonStopped(controlFile.header().epoch(), controlFile.header().pid());
+            journal.close();
             controlFile.close();
             RunDirectory.deleteQuietly(controlFileTarget);
             runDirectory.removeStaleFiles();

@@ -104,6 +104,8 @@ final class DaemonContextTest
                 DaemonContext::failNth, "third"),
             new Row(DaemonSetting.REGISTRATION_LATENCY, c -> c.registrationLatencyNanos(2000), 2000L, "7", 7000L,
                 DaemonContext.DEFAULT_REGISTRATION_LATENCY_NANOS, DaemonContext::registrationLatencyNanos, "7us"),
+            new Row(DaemonSetting.JOURNAL_SIZE, c -> c.journalSize("off"), 0L, "1MiB", MIB,
+                DaemonContext.DEFAULT_JOURNAL_SIZE, DaemonContext::journalSize, "none"),
             new Row(DaemonSetting.IBVERBS_LIBRARY, c -> c.ibverbsLibrary("/opt/flag/libibverbs.so.1"),
                 "/opt/flag/libibverbs.so.1", "/opt/env/libibverbs.so.1", "/opt/env/libibverbs.so.1",
                 ProviderConfig.DEFAULT_LIBRARY, DaemonContext::ibverbsLibrary, null));
@@ -238,7 +240,11 @@ final class DaemonContextTest
                 "--fail-nth -2 is negative: give N >= 1 to fail the Nth registration, or 0", "MRD_FAIL_NTH")),
             new Refusal("negative latency", c -> c.registrationLatencyNanos(-1), Map.of(), List.of(
                 "--registration-latency -0.001 must be between 0 and 10000000 microseconds",
-                "MRD_REGISTRATION_LATENCY")));
+                "MRD_REGISTRATION_LATENCY")),
+            new Refusal("small journal", c -> c.journalSize("4KiB"), Map.of(), List.of(
+                "--journal-size 4KiB must be 0 (off) or between 64KiB and 4GiB", "MRD_JOURNAL_SIZE")),
+            new Refusal("huge journal", c -> { }, Map.of("MRD_JOURNAL_SIZE", "5GiB"), List.of(
+                "--journal-size 5GiB must be 0 (off) or between 64KiB and 4GiB", "from MRD_JOURNAL_SIZE")));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -319,7 +325,7 @@ final class DaemonContextTest
             "populateThreads=" + DaemonContext.DEFAULT_POPULATE_THREADS,
             "mrExtMemseg=true", "provider=soft", "device=first", "maxPinned=unlimited", "allowGids=[]",
             "metrics=off", "failNth=0", "registrationLatencyNanos=0", "ibverbsLibrary=libibverbs.so.1",
-            "fromEnvironment=[MRD_HEARTBEAT_INTERVAL_MS]"))
+            "journalSize=64MiB", "fromEnvironment=[MRD_HEARTBEAT_INTERVAL_MS]"))
         {
             assertTrue(text.contains(field), text + " should contain " + field);
         }

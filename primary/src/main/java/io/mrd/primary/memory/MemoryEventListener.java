@@ -21,4 +21,20 @@ public interface MemoryEventListener
      * @param ranges the ranges just taken out of use, at least one.
      */
     void onFree(List<FreedRange> ranges);
+
+    /**
+     * Called under the write lock once a run is mapped for {@code owner} and before its segments are marked
+     * allocated, so that a record of it (the event journal) is never behind what the control file shows.
+     */
+    default void onAllocated(final int owner, final long address, final long length, final int access)
+    {
+    }
+
+    /**
+     * Called under the write lock for each run {@link MemoryManager#free} or {@link MemoryManager#freeAllOwnedBy}
+     * takes out of use, before its segments are marked releasing and before {@link #onFree}.
+     */
+    default void onTakenOutOfUse(final int owner, final long address, final long length)
+    {
+    }
 }

@@ -188,6 +188,7 @@ public final class MemoryManager implements AutoCloseable
                     final long bytes = (long)n << segmentShift;
                     BackingFiles.checkSpace(list, length, bytes);
                     backing.map(list, first, n, length);
+                    listeners.forEach(l -> l.onAllocated(owner, list.segmentAddress(first), bytes, granted));
                     list.markAllocated(first, n, owner, granted);
                     allocatedBytes += bytes;
                     return new Allocation(list.index(), first, n, list.segmentAddress(first), bytes, owner, granted);
@@ -236,7 +237,7 @@ public final class MemoryManager implements AutoCloseable
                     (int)((length + segmentSize - 1) >>> segmentShift));
                 if (!holds.anyHeld(run))
                 {
-                    final FreedRange range = takeOutOfUse(run);
+                    final FreedRange range = takeOutOfUse(run, owner);
                     notifyFree(List.of(range));
                     return range;
                 }
@@ -283,7 +284,7 @@ public final class MemoryManager implements AutoCloseable
                 held = runs.stream().filter(holds::anyHeld).findFirst().orElse(null);
                 if (null == held)
                 {
-                    final List<FreedRange> freed = runs.stream().map(this::takeOutOfUse).toList();
+                    final List<FreedRange> freed = runs.stream().map(r -> takeOutOfUse(r, owner)).toList();
                     if (!freed.isEmpty())
                     {
                         notifyFree(freed);
@@ -534,11 +535,12 @@ public final class MemoryManager implements AutoCloseable
             " of " + Sizes.format(capacity) + "}";
     }
 
-    private FreedRange takeOutOfUse(final SegmentRun run)
+    private FreedRange takeOutOfUse(final SegmentRun run, final int owner)
     {
         final MemsegList list = lists[run.listIndex()];
-        list.markReleasing(run.firstSegment(), run.segmentCount());
         final long bytes = (long)run.segmentCount() << segmentShift;
+        listeners.forEach(l -> l.onTakenOutOfUse(owner, list.segmentAddress(run.firstSegment()), bytes));
+        list.markReleasing(run.firstSegment(), run.segmentCount());
         allocatedBytes -= bytes;
         return new FreedRange(list.index(), run.firstSegment(), run.segmentCount(),
             list.segmentAddress(run.firstSegment()), bytes);
@@ -550,10 +552,7 @@ public final class MemoryManager implements AutoCloseable
      */
     private void notifyFree(final List<FreedRange> ranges)
     {
-        for (final MemoryEventListener listener : listeners)
-        {
-            listener.onFree(ranges);
-        }
+        listeners.forEach(listener -> listener.onFree(ranges));
     }
 
     private String describeRanges()

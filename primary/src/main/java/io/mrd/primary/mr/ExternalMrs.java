@@ -167,6 +167,7 @@ final class ExternalMrs
                 throw new MrdException(ErrorCode.EPERM, "external memory at " + Sizes.hex(address) +
                     " belongs to client " + holder + ", not " + owner);
             }
+            engine.journal().externalDeregistered(owner, address);
             cache.write(() ->
             {
                 table.detach(slot);

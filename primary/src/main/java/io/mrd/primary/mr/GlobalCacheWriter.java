@@ -12,6 +12,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.SeqLock;
 import io.mrd.layout.SortedTable;
 import io.mrd.primary.DaemonCounters;
+import io.mrd.primary.journal.EventJournal;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,14 +40,22 @@ final class GlobalCacheWriter
     private final ControlFileLayout layout;
     private final SeqLock seqLock;
     private final DaemonCounters counters;
+    private final EventJournal journal;
     private final MrChunks chunks;
     private final MrRecord record = new MrRecord();
     private final MrEntry chunk = new MrEntry();
     private final int cacheOffset;
     private boolean writing;
 
+    /** A writer that records no events (for tests and stress tests of the seqlock alone). */
     GlobalCacheWriter(final ControlFile controlFile, final DaemonCounters counters)
     {
+        this(controlFile, counters, EventJournal.OFF);
+    }
+
+    GlobalCacheWriter(final ControlFile controlFile, final DaemonCounters counters, final EventJournal journal)
+    {
+        this.journal = journal;
         this.buffer = controlFile.buffer();
         this.header = controlFile.header();
         this.layout = controlFile.layout();
@@ -114,6 +123,7 @@ final class GlobalCacheWriter
         {
             if (!header.cacheOverflow())
             {
+                journal.cacheOverflow(layout.cacheCapacity());
                 header.cacheOverflow(true);
                 counters.increment(MrdCounter.CACHE_OVERFLOWS);
                 LOG.warn("global cache full ({} entries, --cache-capacity): lookups fall back to scanning the MR " +
@@ -170,6 +180,13 @@ final class GlobalCacheWriter
         }
         counters.set(MrdCounter.CACHE_ENTRIES, header.cacheLen() - 1);
         counters.increment(MrdCounter.CACHE_REBUILDS);
+        journal.cacheRebuilt(header.cacheLen() - 1, header.cacheOverflow());
+    }
+
+    /** @return the devGen readers see now. */
+    long devGen()
+    {
+        return header.devGen();
     }
 
     private void bumpDevGen()

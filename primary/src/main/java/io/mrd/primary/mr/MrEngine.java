@@ -9,6 +9,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
+import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.memory.MemoryManager;
@@ -71,6 +72,7 @@ public final class MrEngine implements AutoCloseable
     private final Registrar registrar;
     private final DaemonCounters counters;
     private final DistinctErrorLog errorLog;
+    private final EventJournal journal;
     /** How long {@link #close} waits for registrations in flight to be undone before it goes on. */
     static final long CLOSE_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
 
@@ -100,12 +102,28 @@ public final class MrEngine implements AutoCloseable
         final DistinctErrorLog errorLog,
         final boolean extendToContiguousChunk)
     {
+        this(controlFile, memory, registrar, counters, errorLog, extendToContiguousChunk, EventJournal.OFF);
+    }
+
+    /**
+     * @param journal where MRs created, detached and deregistered and memory free events are recorded.
+     */
+    public MrEngine(
+        final ControlFile controlFile,
+        final MemoryManager memory,
+        final Registrar registrar,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final boolean extendToContiguousChunk,
+        final EventJournal journal)
+    {
+        this.journal = journal;
         this.memory = memory;
         this.registrar = registrar;
         this.counters = counters;
         this.errorLog = errorLog;
-        this.table = new MrTable(controlFile, counters);
-        this.cache = new GlobalCacheWriter(controlFile, counters);
+        this.table = new MrTable(controlFile, counters, journal);
+        this.cache = new GlobalCacheWriter(controlFile, counters, journal);
         this.externals = new ExternalMrs(this, cacheLock, inFlight, table, cache, registrar, counters);
         this.creation = new MrCreation(this, memory, registrar, errorLog, cacheLock, inFlight, table, cache,
             extendToContiguousChunk);
@@ -178,6 +196,7 @@ public final class MrEngine implements AutoCloseable
     {
         cache.write(() ->
         {
+            journal.mrCreated(owner, slot, registration, flags);
             table.publish(slot, registration, coverage, flags, owner, access);
             cache.insertMr(slot);
             // Inside the write section: a reader that sees the MR also sees it counted (mrd check relies on it).
@@ -206,6 +225,7 @@ public final class MrEngine implements AutoCloseable
                     cache.invalidate();
                 }
             });
+            ranges.forEach(range -> journal.memoryEvent(range.address(), range.length(), cache.devGen()));
             counters.increment(MrdCounter.MEMORY_EVENTS);
         }
         finally
@@ -378,6 +398,7 @@ public final class MrEngine implements AutoCloseable
         cacheLock.lock();
         try
         {
+            journal.mrDeregistered(table.owner(slot), slot, registration);
             table.forget(slot);
             // Under the cache lock, like the counting in publish: a GC racing a registration must not leave a
             // stale value.
@@ -515,6 +536,12 @@ public final class MrEngine implements AutoCloseable
         table.release(slot);
         return new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering " + what +
             ": it is not registered");
+    }
+
+    /** @return where this engine records what it changes (the server records its clients there too). */
+    public EventJournal journal()
+    {
+        return journal;
     }
 
     /** @return true once {@link #close} has begun (set under the cache lock). */

@@ -13,6 +13,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
+import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.provider.Registration;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -60,6 +61,7 @@ final class MrTable
     private final ControlHeader header;
     private final ControlFileLayout layout;
     private final DaemonCounters counters;
+    private final EventJournal journal;
     private final MrRecord record = new MrRecord();
     private final MrChunks chunks;
     private final MrEntry scratch = new MrEntry();
@@ -73,8 +75,9 @@ final class MrTable
     private List<Integer> detached = new ArrayList<>();
     private int highWater;
 
-    MrTable(final ControlFile controlFile, final DaemonCounters counters)
+    MrTable(final ControlFile controlFile, final DaemonCounters counters, final EventJournal journal)
     {
+        this.journal = journal;
         this.buffer = controlFile.buffer();
         this.header = controlFile.header();
         this.layout = controlFile.layout();
@@ -225,7 +228,8 @@ final class MrTable
      */
     void detach(final int slot)
     {
-        record.wrap(buffer, layout.mrOffset(slot)).state(MrDescriptor.STATE_DETACHED);
+        journal.mrDetached(record.wrap(buffer, layout.mrOffset(slot)).owner(), slot, registrations[slot]);
+        record.state(MrDescriptor.STATE_DETACHED);
         detached.add(slot);
         counters.add(MrdCounter.MRS_ACTIVE, -1);
     }

@@ -143,6 +143,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
 
     private void reject(final String why)
     {
+        server.journal().clientRefused(pid, uid, ErrorCode.EPERM);
         server.counters().increment(MrdCounter.PEERS_REJECTED);
         server.refusals().refused(why);
         fail(0, MessageType.ERROR, ErrorCode.EPERM, why);
@@ -287,6 +288,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             final String why = "the daemon has " + server.clients().capacity() + " clients connected, its " +
                 "--max-clients: close a client or start the daemon with a larger --max-clients";
             server.refusals().refused("client pid " + pid + " (" + clean + ") refused: " + why);
+            server.journal().clientRefused(pid, uid, ErrorCode.EBUSY);
             fail(correlationId, MessageType.HELLO, ErrorCode.EBUSY, why);
             return;
         }
@@ -299,6 +301,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         name = clean;
         clientId = id;
         server.counters().increment(MrdCounter.CLIENTS_TOTAL);
+        server.journal().clientAttached(id, pid, uid);
         LOG.info("client {} (pid {}, uid {}, {}) connected", id, pid, uid, clean.isEmpty() ? "no name" : clean);
         reply(correlationId, new Message.Welcome(ErrorCode.OK, "", id, server.epoch(), HeaderDescriptor.LAYOUT_VERSION,
             server.controlFilePath()));

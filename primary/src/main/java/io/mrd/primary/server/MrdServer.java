@@ -13,6 +13,7 @@ import io.mrd.primary.DaemonContext;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.RunDirectory;
 import io.mrd.primary.external.ExternalMemory;
+import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.provider.Registrar;
 import io.netty.bootstrap.ServerBootstrap;
@@ -85,6 +86,7 @@ public final class MrdServer implements AutoCloseable
     private final CachedCreate cachedCreate;
     private final ExternalMemory external;
     private final RefusalLog refusals;
+    private final EventJournal journal;
     private final Runnable onStop;
     private final ThreadPoolExecutor workers;
     /**
@@ -119,6 +121,7 @@ public final class MrdServer implements AutoCloseable
         this.external = external;
         this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
         this.cachedCreate = new CachedCreate(controlFile, external, counters);
+        this.journal = engine.journal();
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
@@ -306,6 +309,11 @@ public final class MrdServer implements AutoCloseable
         return refusals;
     }
 
+    EventJournal journal()
+    {
+        return journal;
+    }
+
     DaemonCounters counters()
     {
         return counters;
@@ -398,6 +406,7 @@ public final class MrdServer implements AutoCloseable
                     unexpected("reclaiming client " + clientId, ex);
                     freed = "reclaim failed: " + ex;
                 }
+                journal.clientDisconnected(clientId, pid);
                 clients.remove(slot);
                 LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name,
                     freed);

@@ -1,0 +1,189 @@
+package io.mrd.cli.reliability;
+
+import io.mrd.cli.Mrd;
+import io.mrd.layout.ControlFile;
+import io.mrd.layout.MemsegListDescriptor;
+import io.mrd.layout.MrDescriptor;
+import io.mrd.layout.journal.JournalEvent;
+import io.mrd.layout.journal.JournalEventType;
+import io.mrd.layout.journal.JournalFileDescriptor;
+import io.mrd.primary.RunDirectory;
+import io.mrd.testing.ChildJvm;
+import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.JournalReader;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The journal of a daemon killed with {@code kill -9} in the middle of two clients' ALLOC, CREATE_MR and FREE:
+ * {@code mrd events} reads it to its end, and that end agrees with the last control-file state (every ACTIVE MR
+ * has its MR_CREATED and no MR_DEREGISTERED after it; every allocated segment lies in an ALLOC of its owner, and
+ * journal and control file disagree on at most the one request per client in flight at the kill). {@code mrd
+ * start} on the directory keeps the old journal, which {@code mrd events --previous} still reads.
+ */
+final class JournalAfterKillTest
+{
+    static final Duration WAIT = Duration.ofSeconds(60);
+    private static final int CLIENTS = 2;
+
+    @TempDir
+    Path dir;
+
+    @AfterEach
+    void noDaemonLeft()
+    {
+        Daemon.killLeftover(dir);
+    }
+
+    @Test
+    void theJournalOfAKilledDaemonEndsWithItsLastControlFileState() throws Exception
+    {
+        final List<ChildJvm> workers = new ArrayList<>();
+        final ControlFileSnapshot last;
+        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB"))
+        {
+            for (int i = 0; i < CLIENTS; i++)
+            {
+                workers.add(ChildJvm.start("worker-" + i, Mrd.class.getName(), List.of("worker", "--dir",
+                    dir.toString(), "--alloc", "32MiB", "--threads", "1", "--lookups", "1000000000", "--free-every",
+                    "500", "--warmup", "0", "--seed", Integer.toString(i + 1)), Map.of(), List.of()));
+            }
+            final Path journal = dir.resolve(JournalFileDescriptor.DIRECTORY);
+            ChildJvm.await("both clients freeing and creating MRs", WAIT, () -> count(journal,
+                JournalEventType.FREE) >= 2 * CLIENTS && count(journal, JournalEventType.MR_CREATED) >= 2 * CLIENTS);
+            daemon.process.process().destroyForcibly();
+            assertEquals(137, daemon.process.awaitExit(WAIT), "killed by SIGKILL");
+            last = ControlFileSnapshot.read(daemon.ctl);
+        }
+        finally
+        {
+            workers.forEach(ChildJvm::close);
+        }
+
+        final List<JournalEvent> events = read(dir.resolve(JournalFileDescriptor.DIRECTORY));
+        assertEquals(JournalEventType.DAEMON_STARTED, events.getFirst().type());
+        assertEquals(last.header().epoch(), events.getFirst().value(), "the journal is this daemon's");
+        assertTrue(events.stream().noneMatch(e -> e.type() == JournalEventType.DAEMON_STOPPED));
+        final Cli.Result printed = Cli.run("events", "--dir", dir.toString());
+        assertEquals(0, printed.exitCode(), printed.output());
+        assertEquals(events.size(), printed.output().lines().count(), "one line per event");
+
+        // MRs: the journal, replayed, has every MR the control file shows ACTIVE, with its range and keys.
+        final Map<Integer, JournalEvent> liveMrs = new HashMap<>();
+        for (final JournalEvent e : events)
+        {
+            switch (e.type())
+            {
+                case MR_CREATED -> liveMrs.put(e.arg(), e);
+                case MR_DEREGISTERED -> liveMrs.remove(e.arg());
+                default -> { }
+            }
+        }
+        int active = 0;
+        for (final ControlFileSnapshot.Mr mr : last.mrs())
+        {
+            if (mr.state() != MrDescriptor.STATE_ACTIVE)
+            {
+                continue;
+            }
+            active++;
+            final JournalEvent created = liveMrs.get(mr.index());
+            assertNotNull(created, "ACTIVE MR " + mr.index() + " has no MR_CREATED without MR_DEREGISTERED after it");
+            assertEquals(mr.start(), created.address(), "MR " + mr.index() + " start");
+            assertEquals(mr.end() - mr.start(), created.length(), "MR " + mr.index() + " length");
+            assertEquals(mr.lkey(), created.lkey(), "MR " + mr.index() + " lkey");
+            assertEquals(mr.owner(), created.client(), "MR " + mr.index() + " owner");
+        }
+        assertTrue(active > 0, "the kill found MRs");
+
+        // Segments: each one the control file shows allocated was ALLOCated to its owner; the last ALLOC or FREE
+        // of a segment agrees with the control file but for the requests in flight at the kill.
+        final Map<Long, JournalEvent> lastOfSegment = new HashMap<>();
+        final long segment = last.lists().getFirst().segmentSize();
+        for (final JournalEvent e : events)
+        {
+            if (e.type() == JournalEventType.ALLOC || e.type() == JournalEventType.FREE)
+            {
+                for (long a = e.address(); a < e.address() + e.length(); a += segment)
+                {
+                    lastOfSegment.put(a, e);
+                }
+            }
+        }
+        int disagreements = 0;
+        int allocated = 0;
+        for (final ControlFileSnapshot.MemsegList list : last.lists())
+        {
+            for (int s = 0; s < list.segmentCount(); s++)
+            {
+                final int owner = list.owners()[s];
+                final JournalEvent e = lastOfSegment.get(list.segmentAddress(s));
+                if (owner != MemsegListDescriptor.OWNER_FREE)
+                {
+                    allocated++;
+                    assertNotNull(e, "segment " + s + " of list " + list.index() + " allocated with no ALLOC");
+                    assertEquals(owner, e.client(), "owner of segment " + s);
+                }
+                final boolean journalSaysAllocated = null != e && e.type() == JournalEventType.ALLOC;
+                if (journalSaysAllocated != (owner != MemsegListDescriptor.OWNER_FREE))
+                {
+                    disagreements++;
+                }
+            }
+        }
+        assertTrue(allocated > 0, "the kill found memory allocated");
+        // One request in flight per client: a FREE or an ALLOC of one part, 32MiB / 8 = two segments.
+        assertTrue(disagreements <= CLIENTS * 2, disagreements + " segments disagree");
+
+        // mrd start keeps the killed daemon's journal, and mrd events --previous still reads it.
+        final Cli.Result start = Cli.run("start", "--dir", dir.toString(), "--huge-dir", "none", "--max-memory",
+            "256MiB");
+        assertEquals(0, start.exitCode(), start.output());
+        try
+        {
+            final Cli.Result previous = Cli.run("events", "--dir", dir.toString(), "--previous");
+            assertEquals(0, previous.exitCode(), previous.output());
+            assertEquals(printed.output(), previous.output(), "the old journal, unchanged");
+            final List<JournalEvent> fresh = read(dir.resolve(JournalFileDescriptor.DIRECTORY));
+            assertEquals(JournalEventType.DAEMON_STARTED, fresh.getFirst().type());
+            assertTrue(fresh.getFirst().value() != last.header().epoch(), "a new daemon's journal");
+        }
+        finally
+        {
+            assertEquals(0, Cli.run("stop", "--dir", dir.toString()).exitCode());
+        }
+        assertTrue(Files.isDirectory(new RunDirectory(dir).dir().resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY)));
+    }
+
+    private static long count(final Path journal, final JournalEventType type)
+    {
+        if (!Files.exists(journal.resolve(JournalFileDescriptor.fileName(0))))
+        {
+            return 0;
+        }
+        return read(journal).stream().filter(e -> e.type() == type).count();
+    }
+
+    private static List<JournalEvent> read(final Path journal)
+    {
+        final List<JournalEvent> events = new ArrayList<>();
+        try (JournalReader reader = JournalReader.open(journal))
+        {
+            reader.poll(events::add);
+        }
+        return events;
+    }
+}

@@ -1,0 +1,270 @@
+package io.mrd.primary.journal;
+
+import io.mrd.layout.FileFailure;
+import io.mrd.layout.MrdException;
+import io.mrd.layout.journal.JournalEventType;
+import io.mrd.layout.journal.JournalFileDescriptor;
+import io.mrd.layout.journal.JournalRecordDescriptor;
+import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.MappedBytes;
+import org.agrona.concurrent.EpochNanoClock;
+import org.agrona.concurrent.SystemEpochNanoClock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.locks.ReentrantLock;
+
+import static io.mrd.layout.journal.JournalFileDescriptor.FILE_COUNT;
+import static io.mrd.layout.journal.JournalFileDescriptor.RECORDS_OFFSET;
+import static io.mrd.layout.journal.JournalRecordDescriptor.RECORD_LENGTH;
+
+/**
+ * The daemon's event journal: {@link JournalFileDescriptor#FILE_COUNT} files in {@code DIR/journal}, each mapped
+ * whole and shared through Chronicle Bytes' {@link MappedBytes#singleMappedBytes}, written at absolute offsets
+ * through its {@link BytesStore} ({@code writeLong} for the fields, {@code writeOrderedLong} for the commit word).
+ * <p>
+ * <b>Why this Chronicle API.</b> {@code singleMappedBytes} maps each file once, at its whole length, when the
+ * daemon starts: an append is then a few stores into memory, with no system call, no fsync and no remapping
+ * (the chunked {@code MappedBytes.mappedBytes} maps chunk by chunk as the write position moves on, which would
+ * put an mmap on the path of the event that crosses a chunk). Chronicle Queue, built for journals, is not a
+ * dependency, and its own roll cycles, index files and tailers are more than a bounded list of 64-byte records
+ * needs; its readers would also need Chronicle, where {@code mrd events} reads this layout with the plain
+ * mapping of {@code io.mrd.tools.JournalReader}.
+ * <p>
+ * <b>Locking.</b> One {@link ReentrantLock} around each append: the lap and write position it guards change
+ * together with the file's header when a lap starts, and a claimed slot must be committed before the next lap
+ * could reuse its file. The lock is held only for the clock read and the eight stores of one record (and, once a
+ * lap, the two of a file header): never for anything else, so it may be taken under the engine's locks. Chronicle's
+ * single-thread checks are off for the mappings, as several threads write them under this lock.
+ */
+public final class MappedEventJournal implements EventJournal, AutoCloseable
+{
+    private static final Logger LOG = LoggerFactory.getLogger(MappedEventJournal.class);
+
+    static
+    {
+        // chronicle-core would otherwise try to send usage analytics from a daemon that has no business talking
+        // to the network.
+        if (null == System.getProperty("chronicle.analytics.disable"))
+        {
+            System.setProperty("chronicle.analytics.disable", "true");
+        }
+    }
+
+    private final Path dir;
+    private final long fileLength;
+    private final long journalSize;
+    private final MappedBytes[] files = new MappedBytes[FILE_COUNT];
+    private final BytesStore<?, ?>[] stores = new BytesStore<?, ?>[FILE_COUNT];
+    private final EpochNanoClock clock;
+    private final ReentrantLock lock = new ReentrantLock();
+    /** The lap being written; guarded by {@link #lock}. */
+    private long lap;
+    /** Offset of the next record in the lap's file; guarded by {@link #lock}. */
+    private long position;
+    /** Guarded by {@link #lock}. */
+    private boolean closed;
+
+    private MappedEventJournal(final Path dir, final long journalSize, final EpochNanoClock clock)
+    {
+        this.dir = dir;
+        this.journalSize = journalSize;
+        this.fileLength = JournalFileDescriptor.fileLength(journalSize);
+        this.clock = clock;
+    }
+
+    /**
+     * Creates the journal in {@code dir} (which is created), its files at their whole length, and starts lap 1.
+     *
+     * @param journalSize the bound of all files together ({@code --journal-size}).
+     * @param epoch       the daemon's epoch, written in every file's header.
+     * @throws MrdException with the errno when a file cannot be created or mapped.
+     */
+    public static MappedEventJournal create(final Path dir, final long journalSize, final long epoch)
+    {
+        return create(dir, journalSize, epoch, SystemEpochNanoClock.INSTANCE);
+    }
+
+    static MappedEventJournal create(final Path dir, final long journalSize, final long epoch,
+        final EpochNanoClock clock)
+    {
+        final MappedEventJournal journal = new MappedEventJournal(dir, journalSize, clock);
+        try
+        {
+            Files.createDirectories(dir);
+            for (int i = 0; i < FILE_COUNT; i++)
+            {
+                final Path file = dir.resolve(JournalFileDescriptor.fileName(i));
+                Files.deleteIfExists(file);
+                final MappedBytes bytes = MappedBytes.singleMappedBytes(file.toFile(), journal.fileLength);
+                bytes.singleThreadedCheckDisabled(true);
+                journal.files[i] = bytes;
+                final BytesStore<?, ?> store = bytes.bytesStore();
+                store.writeLong(JournalFileDescriptor.EPOCH_OFFSET, epoch);
+                store.writeLong(JournalFileDescriptor.FILE_LENGTH_OFFSET, journal.fileLength);
+                store.writeInt(JournalFileDescriptor.MAGIC_OFFSET, JournalFileDescriptor.MAGIC);
+                store.writeOrderedInt(JournalFileDescriptor.LAYOUT_VERSION_OFFSET, JournalFileDescriptor.LAYOUT_VERSION);
+                journal.stores[i] = store;
+            }
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            journal.close();
+            if (ex instanceof MrdException mrd)
+            {
+                throw mrd;
+            }
+            throw FileFailure.of(ex instanceof IOException io ? io : new IOException(ex.toString(), ex),
+                "cannot create the event journal in", dir, "check the run directory, or start with --journal-size 0");
+        }
+        journal.startLap(1);
+        return journal;
+    }
+
+    /**
+     * Keeps the journal a previous daemon left in {@code runDir}: renames {@code journal/} to
+     * {@code journal.previous/} (replacing an older one), so that {@code mrd events --previous} still reads it.
+     *
+     * @return true when there was one.
+     * @throws MrdException with the errno when the rename fails.
+     */
+    public static boolean keepPrevious(final Path runDir)
+    {
+        final Path current = runDir.resolve(JournalFileDescriptor.DIRECTORY);
+        final Path previous = runDir.resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY);
+        if (!Files.isDirectory(current))
+        {
+            return false;
+        }
+        try
+        {
+            if (Files.isDirectory(previous))
+            {
+                for (int i = 0; i < FILE_COUNT; i++)
+                {
+                    Files.deleteIfExists(previous.resolve(JournalFileDescriptor.fileName(i)));
+                }
+                Files.deleteIfExists(previous);
+            }
+            Files.move(current, previous, StandardCopyOption.ATOMIC_MOVE);
+            return true;
+        }
+        catch (final IOException ex)
+        {
+            throw FileFailure.of(ex, "cannot keep the previous event journal", current,
+                "remove " + previous + " or start with --journal-size 0");
+        }
+    }
+
+    public void append(
+        final JournalEventType type, final int flags, final int client, final int arg, final long address,
+        final long length, final int lkey, final int rkey, final long value)
+    {
+        lock.lock();
+        try
+        {
+            if (closed)
+            {
+                return;
+            }
+            if (position + RECORD_LENGTH > fileLength)
+            {
+                startLap(lap + 1);
+            }
+            final BytesStore<?, ?> store = stores[JournalFileDescriptor.fileIndex(lap)];
+            final long at = position;
+            store.writeInt(at + JournalRecordDescriptor.LENGTH_OFFSET, RECORD_LENGTH);
+            store.writeShort(at + JournalRecordDescriptor.TYPE_OFFSET, (short)type.code());
+            store.writeShort(at + JournalRecordDescriptor.FLAGS_OFFSET, (short)flags);
+            store.writeLong(at + JournalRecordDescriptor.TIME_OFFSET, clock.nanoTime());
+            store.writeInt(at + JournalRecordDescriptor.CLIENT_OFFSET, client);
+            store.writeInt(at + JournalRecordDescriptor.ARG_OFFSET, arg);
+            store.writeLong(at + JournalRecordDescriptor.ADDRESS_OFFSET, address);
+            store.writeLong(at + JournalRecordDescriptor.RANGE_LENGTH_OFFSET, length);
+            store.writeInt(at + JournalRecordDescriptor.LKEY_OFFSET, lkey);
+            store.writeInt(at + JournalRecordDescriptor.RKEY_OFFSET, rkey);
+            store.writeLong(at + JournalRecordDescriptor.VALUE_OFFSET, value);
+            // The checksum is of what the mapping now holds, read back as the reader will read it.
+            store.writeOrderedLong(at + JournalRecordDescriptor.COMMIT_OFFSET, JournalRecordDescriptor.commitWord(lap,
+                store.readLong(at + 8), store.readLong(at + 16), store.readLong(at + 24), store.readLong(at + 32),
+                store.readLong(at + 40), store.readLong(at + 48), store.readLong(at + 56)));
+            position = at + RECORD_LENGTH;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Starts {@code next} in its file, over the oldest lap: the time first, then the lap with an ordered store,
+     * so that a reader of the old lap sees its file taken before any record of the new one. Caller holds the lock
+     * (or is {@link #create}, before the journal is shared).
+     */
+    private void startLap(final long next)
+    {
+        final BytesStore<?, ?> store = stores[JournalFileDescriptor.fileIndex(next)];
+        store.writeLong(JournalFileDescriptor.LAP_START_OFFSET, clock.nanoTime());
+        store.writeOrderedLong(JournalFileDescriptor.LAP_OFFSET, next);
+        lap = next;
+        position = RECORDS_OFFSET;
+    }
+
+    /** @return the directory of the files. */
+    public Path dir()
+    {
+        return dir;
+    }
+
+    /** @return the bound of all files together. */
+    public long journalSize()
+    {
+        return journalSize;
+    }
+
+    /** @return the lap being written (for tests of the roll). */
+    long lap()
+    {
+        lock.lock();
+        try
+        {
+            return lap;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Unmaps the files; they stay in the directory for {@code mrd events}. Appends after this record nothing.
+     */
+    public void close()
+    {
+        // Closed under the lock, unmapped after it: an append that took the lock before has finished its stores,
+        // and every later one sees closed.
+        lock.lock();
+        try
+        {
+            closed = true;
+        }
+        finally
+        {
+            lock.unlock();
+        }
+        for (int i = 0; i < FILE_COUNT; i++)
+        {
+            if (null != files[i])
+            {
+                files[i].releaseLast();
+                files[i] = null;
+                stores[i] = null;
+            }
+        }
+        LOG.debug("event journal {} closed", dir);
+    }
+}
