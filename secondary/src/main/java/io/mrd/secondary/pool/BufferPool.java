@@ -361,6 +361,16 @@ public final class BufferPool implements AutoCloseable
         }
     }
 
+    /** @return buffers in the slabs of the class of {@code capacity} (for tests). */
+    long slotsOfClass(final int capacity)
+    {
+        synchronized (lock)
+        {
+            return slabs.stream().filter(slab -> Slab.DEDICATED != slab.classIndex &&
+                classes[slab.classIndex].capacity == capacity).mapToLong(slab -> slab.slots.length).sum();
+        }
+    }
+
     /** @return the capacity of the class {@code size} falls in, or {@code size} above the largest class. */
     public int classCapacity(final int size)
     {
