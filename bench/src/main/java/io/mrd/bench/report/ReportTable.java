@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.OptionalDouble;
 
 /**
- * The one table {@code scripts/bench} prints: every row of issues 6 and 13, its Java value, the C reference (or
+ * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14 (the buffer pool), its Java value, the C reference (or
  * the value it is compared with), the ratio, the target and whether it was met. Built from the joined result
  * lines ({@link ResultFile}); a measurement that is missing shows as such and fails its target. Targets come in
  * four kinds: a ceiling on a ratio of times (lower is better), a floor on a ratio of rates (higher is better:
@@ -27,6 +27,8 @@ public final class ReportTable
     public static final int[] ALLOCATE_SIZES_GIB = {1, 8};
     /** Operations of the rows of requests while another client's registration is in flight. */
     public static final String[] INFLIGHT_OPERATIONS = {"alloc", "free", "create"};
+    /** Buffer sizes of the pool rows (bytes), as PoolBenchmark's parameter. */
+    public static final int[] POOL_SIZES = {4096, 65536, 1048576};
     /** Most a new 2 MiB registration's p50 may exceed the C reference's fresh 2 MiB mlock by, in µs. */
     public static final double NEW_REGISTRATION_MARGIN_US = 250;
 
@@ -80,6 +82,7 @@ public final class ReportTable
         rows.add(newRegistration());
         rows.addAll(largeAllocations());
         rows.addAll(inFlight());
+        rows.addAll(pool());
         return rows;
     }
 
@@ -357,6 +360,46 @@ public final class ReportTable
                 yesNo(r <= 2.0)));
         }
         return rows;
+    }
+
+    /**
+     * The buffer pool (issue 14): acquire + release beside Netty's PooledByteBufAllocator of the same size in
+     * the same JMH run, from one and two threads, and the key of a pooled buffer beside the MrCache MRU hit.
+     */
+    private List<Row> pool()
+    {
+        final List<Row> rows = new ArrayList<>();
+        for (final String threads : new String[] {"AcquireRelease", "TwoThreads"})
+        {
+            for (final int size : POOL_SIZES)
+            {
+                final String label = "pool acquire + release, " + (size >= 1 << 20 ? (size >> 20) + " MiB" :
+                    (size >> 10) + " KiB") + (threads.equals("TwoThreads") ? ", 2 threads" : ", 1 thread") +
+                    " (reference: Netty PooledByteBufAllocator)";
+                rows.add(versus(label, "pool" + threads + "." + size, "netty" + threads + "." + size, 1.2));
+            }
+        }
+        final OptionalDouble key = value("java", "poolKey.4096");
+        final OptionalDouble mru = value("java", "tophalf.mru");
+        rows.add(new Row("key from pooled buffer, PooledBuffer.lkey() (8 buffers; reference: MrCache MRU hit)",
+            key.isPresent() ? ns(key.getAsDouble()) : "missing", mru.isPresent() ? ns(mru.getAsDouble()) : "missing",
+            key.isPresent() && mru.isPresent() ? ratio(key.getAsDouble() / mru.getAsDouble()) : NONE, NONE, NONE));
+        return rows;
+    }
+
+    /** Two Java rows of one run: {@code row}'s time against {@code reference}'s, a ceiling on the ratio. */
+    private Row versus(final String label, final String row, final String reference, final double maxRatio)
+    {
+        final OptionalDouble java = value("java", row);
+        final OptionalDouble ref = value("java", reference);
+        final String target = "≤ " + ratio(maxRatio) + " Netty";
+        if (java.isEmpty() || ref.isEmpty())
+        {
+            return new Row(label, java.isPresent() ? ns(java.getAsDouble()) : "missing",
+                ref.isPresent() ? ns(ref.getAsDouble()) : "missing", NONE, target, NO + " (missing)");
+        }
+        final double r = java.getAsDouble() / ref.getAsDouble();
+        return new Row(label, ns(java.getAsDouble()), ns(ref.getAsDouble()), ratio(r), target, yesNo(r <= maxRatio));
     }
 
     /**

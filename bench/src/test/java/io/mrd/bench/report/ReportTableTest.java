@@ -197,4 +197,30 @@ class ReportTableTest
         assertEquals(0, counts[1]);
         assertTrue(counts[0] >= 10, "rows with a target: " + counts[0]);
     }
+
+    @Test
+    void poolRowsCompareWithNettyOfTheSameRun()
+    {
+        put("java", "poolAcquireRelease.4096", 24);
+        put("java", "nettyAcquireRelease.4096", 20);
+        put("java", "poolTwoThreads.65536", 30);
+        put("java", "nettyTwoThreads.65536", 20);
+        put("java", "poolKey.4096", 1.5);
+        put("java", "tophalf.mru", 1.0);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row one = row(table, "pool acquire + release, 4 KiB, 1 thread");
+        assertEquals("24.0 ns", one.value());
+        assertEquals("20.0 ns", one.reference());
+        assertEquals("1.20×", one.ratio());
+        assertEquals("≤ 1.20× Netty", one.target());
+        assertEquals("yes", one.met());
+        final Row two = row(table, "pool acquire + release, 64 KiB, 2 threads");
+        assertEquals("1.50×", two.ratio());
+        assertEquals("no", two.met());
+        assertEquals("no (missing)", row(table, "pool acquire + release, 1 MiB, 1 thread").met());
+        final Row key = row(table, "key from pooled buffer");
+        assertEquals("1.50 ns", key.value());
+        assertEquals("1.50×", key.ratio());
+        assertEquals("—", key.met(), "no target");
+    }
 }

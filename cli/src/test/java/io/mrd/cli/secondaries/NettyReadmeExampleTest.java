@@ -1,0 +1,84 @@
+package io.mrd.cli.secondaries;
+
+import io.mrd.cli.ProjectRoot;
+import io.mrd.layout.MrdCounter;
+import io.mrd.testing.ChildJvm;
+import io.mrd.tools.ControlFileSnapshot;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * README.md's Netty example: {@link NettyReadmeExample} moves a message through a LocalChannel pair in
+ * registered buffers of a real daemon and prints the keys the server side read, and the README shows exactly
+ * its code.
+ */
+final class NettyReadmeExampleTest
+{
+    private static final long BASE_VIRTADDR = 0x2D40_0000_0000L;
+    static final String SOURCE = "cli/src/test/java/io/mrd/cli/secondaries/NettyReadmeExample.java";
+    static final String README_BEGIN = "<!-- example:NettyReadmeExample -->";
+    private static final Pattern OUTPUT =
+        Pattern.compile("read 23 bytes at 0x([0-9a-f]+) lkey 0x([0-9a-f]+) rkey 0x([0-9a-f]+)");
+
+    private LiveDaemon daemon;
+
+    @AfterEach
+    void stopDaemon()
+    {
+        if (null != daemon)
+        {
+            daemon.close();
+        }
+    }
+
+    @Test
+    void exampleReadsRegisteredBuffersWithTheirKeys()
+    {
+        daemon = LiveDaemon.start("netty-readme", BASE_VIRTADDR, "--max-memory", "128MiB");
+        final String output;
+        try (ChildJvm example = ChildJvm.start("netty-readme-example", NettyReadmeExample.class,
+            List.of(daemon.dir().toString())))
+        {
+            final int exit = example.awaitExit(LiveDaemon.TIMEOUT);
+            output = example.output();
+            assertEquals(0, exit, output);
+        }
+        final Matcher matcher = OUTPUT.matcher(output);
+        assertTrue(matcher.find(), "the example prints what it read and its keys:\n" + output);
+        final long address = Long.parseUnsignedLong(matcher.group(1), 16);
+        assertTrue(address >= BASE_VIRTADDR && address < BASE_VIRTADDR + (128L << 20),
+            "the buffer is the daemon's memory: 0x" + matcher.group(1));
+        assertNotEquals("0", matcher.group(3), "REMOTE_WRITE: an rkey");
+        final ControlFileSnapshot s = daemon.awaitSnapshot("the example's pool to be freed", snapshot ->
+            snapshot.counter(MrdCounter.BYTES_ALLOCATED) == 0 && snapshot.mrs().isEmpty());
+        assertEquals(s.counter(MrdCounter.ALLOCS), s.counter(MrdCounter.FREES),
+            "the pool gave back every slab itself");
+    }
+
+    @Test
+    void readmeShowsTheExampleVerbatim() throws IOException
+    {
+        final Path root = ProjectRoot.path();
+        final List<String> code = ReadmeExampleTest.between(Files.readAllLines(root.resolve(SOURCE),
+            StandardCharsets.UTF_8), ReadmeExampleTest.BEGIN, ReadmeExampleTest.END, SOURCE);
+        final List<String> block = ReadmeExampleTest.between(Files.readAllLines(root.resolve("README.md"),
+            StandardCharsets.UTF_8), README_BEGIN, ReadmeExampleTest.README_END, "README.md");
+        assertTrue(block.size() >= 2 && block.getFirst().equals("```java") && block.getLast().equals("```"),
+            "README.md: the example after " + README_BEGIN + " must be one ```java block");
+        assertEquals(String.join("\n", code), String.join("\n", block.subList(1, block.size() - 1)),
+            "README.md must show " + SOURCE + " between " + ReadmeExampleTest.BEGIN + " and " +
+            ReadmeExampleTest.END + " verbatim; paste it again");
+    }
+}

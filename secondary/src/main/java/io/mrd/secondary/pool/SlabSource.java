@@ -1,0 +1,52 @@
+package io.mrd.secondary.pool;
+
+import io.mrd.secondary.MrdClient;
+import io.mrd.secondary.RegisteredMemory;
+
+/**
+ * Where a {@link BufferPool}'s slabs come from and go back to: a client's registered allocations
+ * ({@link #of(MrdClient)}), or, in tests and benchmarks, any memory with keys made up for it.
+ * <p>
+ * The pool calls it without holding any of its locks: an allocation is a round trip to the daemon and a free
+ * deregisters, and neither may stall the threads that acquire and release buffers meanwhile.
+ */
+public interface SlabSource
+{
+    /**
+     * @param length bytes wanted (a multiple of 2 MiB); the memory may be larger.
+     * @param access {@link io.mrd.layout.Access} flags of its MR.
+     * @return the memory and its keys.
+     */
+    SlabMemory allocate(long length, int access);
+
+    /**
+     * Gives the memory back; its keys are invalid afterwards.
+     */
+    void free(SlabMemory memory);
+
+    /**
+     * @return a source of {@link MrdClient#allocateRegistered} memory: one round trip per slab, keys in the
+     *         reply, and the daemon frees it with the client if the process dies.
+     */
+    static SlabSource of(final MrdClient client)
+    {
+        return new SlabSource()
+        {
+            public SlabMemory allocate(final long length, final int access)
+            {
+                final RegisteredMemory memory = client.allocateRegistered(length, access);
+                return new SlabMemory(memory.segment(), memory.lkey(), memory.rkey());
+            }
+
+            public void free(final SlabMemory memory)
+            {
+                client.free(memory.segment());
+            }
+
+            public String toString()
+            {
+                return "SlabSource[" + client + "]";
+            }
+        };
+    }
+}
