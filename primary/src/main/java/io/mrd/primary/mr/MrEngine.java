@@ -196,6 +196,7 @@ public final class MrEngine implements AutoCloseable
      */
     private void onMemoryFree(final List<FreedRange> ranges)
     {
+        final long startNs = System.nanoTime();
         cacheLock.lock();
         try
         {
@@ -211,6 +212,7 @@ public final class MrEngine implements AutoCloseable
         finally
         {
             cacheLock.unlock();
+            counters.histograms().memoryEventHandled(startNs);
         }
     }
 

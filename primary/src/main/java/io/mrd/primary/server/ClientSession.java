@@ -213,6 +213,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
 
     private void onFrame(final Frame frame)
     {
+        final long startNs = System.nanoTime();
         server.counters().increment(MrdCounter.REQUESTS);
         final long correlationId = frame.correlationId();
         final Message message = frame.message();
@@ -222,6 +223,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             if (message instanceof Message.Hello hello)
             {
                 hello(correlationId, hello);
+                server.counters().histograms().requestAnswered(type, startNs);
             }
             else
             {
@@ -252,7 +254,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                     pendingFd = new PendingFd(correlationId, reg.length(), reg.access());
                 }
             }
-            case Message.Stop stop -> stop(correlationId);
+            case Message.Stop stop -> stop(correlationId, startNs);
             case Message.ImportPd importPd -> pdImport.answer(correlationId);
             case Message.Request request ->
             {
@@ -261,10 +263,11 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 if (null != cached)
                 {
                     reply(correlationId, cached);
+                    server.counters().histograms().requestAnswered(type, startNs);
                     return;
                 }
                 final int id = clientId;
-                submit(correlationId, type, () -> server.handler().execute(request, id, pid), null);
+                submit(correlationId, type, startNs, () -> server.handler().execute(request, id, pid), null);
             }
             case Message.Reply reply -> protocolError(correlationId, type, "a reply is not a request");
         }
@@ -304,7 +307,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             server.controlFilePath()));
     }
 
-    private void stop(final long correlationId)
+    private void stop(final long correlationId, final long startNs)
     {
         if (!server.peerPolicy().mayStop(uid))
         {
@@ -315,8 +318,8 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             return;
         }
         LOG.info("STOP from client {} (pid {}, uid {})", clientId, pid, uid);
-        submit(correlationId, MessageType.STOP, () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"),
-            server::requestStop);
+        submit(correlationId, MessageType.STOP, startNs,
+            () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"), server::requestStop);
     }
 
     private void awaitFd()
@@ -340,7 +343,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             pendingFd = null;
             resumeReading();
             final int id = clientId;
-            submit(pending.correlationId(), MessageType.REG_EXTERNAL, new Work()
+            submit(pending.correlationId(), MessageType.REG_EXTERNAL, System.nanoTime(), new Work()
             {
                 public Message.Reply run()
                 {
@@ -383,12 +386,13 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         ctx.fireChannelWritabilityChanged();
     }
 
-    private void submit(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    private void submit(final long correlationId, final MessageType type, final long startNs, final Work work,
+        final Runnable afterReply)
     {
         inFlight.incrementAndGet();
         try
         {
-            server.workers().execute(() -> run(correlationId, type, work, afterReply));
+            server.workers().execute(() -> run(correlationId, type, startNs, work, afterReply));
         }
         catch (final RejectedExecutionException ex)
         {
@@ -399,7 +403,8 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         }
     }
 
-    private void run(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    private void run(
+        final long correlationId, final MessageType type, final long startNs, final Work work, final Runnable afterReply)
     {
         try
         {
@@ -432,6 +437,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             {
                 reply(correlationId, reply);
             }
+            server.counters().histograms().requestAnswered(type, startNs);
         }
         finally
         {
