@@ -16,7 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 final class IntervalHistogramTest
 {
     private static final int WRITERS = 4;
-    private static final int RECORDS_PER_WRITER = 200_000;
+    private static final int RECORDS_PER_WRITER = 1_000_000;
 
     @Test
     void writersAndADrainingReaderLoseNothing() throws Exception
