@@ -78,11 +78,15 @@ public final class IntervalHistogram
         {
             phaser.readerUnlock();
         }
-        // No writer is in drained any more: the flip waited for those that entered before the swap.
-        total.add(drained.counts);
-        totalSum += drained.sum.get();
-        drained.counts.reset();
-        drained.sum.set(0);
+        // No writer is in drained any more: the flip waited for those that entered before the swap. An idle
+        // series costs no scan of its counts.
+        if (drained.counts.getTotalCount() != 0)
+        {
+            total.add(drained.counts);
+            totalSum += drained.sum.get();
+            drained.counts.reset();
+            drained.sum.set(0);
+        }
         inactive = drained;
     }
 
