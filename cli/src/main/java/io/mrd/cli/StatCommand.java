@@ -3,7 +3,10 @@ package io.mrd.cli;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdHistogram;
 import io.mrd.primary.MetricsText;
+import io.mrd.primary.histogram.PublishedHistogram;
+import org.HdrHistogram.Histogram;
 import io.mrd.tools.Format;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -13,20 +16,27 @@ import picocli.CommandLine.Option;
 import java.io.PrintWriter;
 import java.time.LocalTime;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code mrd stat}: the daemon's counters, read from the control file (AeronStat's job for Aeron).
+ * {@code mrd stat}: the daemon's counters and histograms, read from the control file (AeronStat's job for
+ * Aeron). The histograms are printed as HdrHistogram's percentiles of what the daemon published at its last
+ * heartbeat ({@link PublishedHistogram}).
  */
 @Command(
     name = "stat",
     mixinStandardHelpOptions = true,
     description = {
-        "Print the daemon's counters: once, every few seconds, or for Prometheus.",
+        "Print the daemon's counters and histograms: once, every few seconds, or for Prometheus.",
         "",
         "The counters (MRs, bytes registered and pinned, requests, errors, cache,",
-        "memory, clients) are read from the control file, without asking the daemon.",
+        "memory, clients) are read from the control file, without asking the daemon;",
+        "then the histograms (request duration per type, registration duration and",
+        "size, memory event duration, pinned bytes per heartbeat) as count, p50, p90,",
+        "p99, p99.9 and max, as of the daemon's last heartbeat.",
         "--watch repeats every SECONDS and shows what changed since the previous",
         "round; --prometheus prints the Prometheus text format that",
         "'mrd start --metrics' serves on /metrics."
@@ -44,6 +54,10 @@ public final class StatCommand implements Callable<Integer>
 {
     /** Width of the label column: the longest {@link MrdCounter#label()} and then some. */
     static final int LABEL_WIDTH = 26;
+    /** Width of a histogram's name column: the longest request type's series and then some. */
+    static final int HISTOGRAM_WIDTH = 33;
+    /** The percentiles printed per histogram, before the max. */
+    static final double[] PERCENTILES = {50, 90, 99, 99.9};
 
     @Mixin
     ControlFileOption controlFileOption;
@@ -99,6 +113,7 @@ public final class StatCommand implements Callable<Integer>
                 else
                 {
                     previous = printCounters(out, ctl, previous);
+                    printHistograms(out, ctl);
                 }
             }
             out.flush();
@@ -134,5 +149,73 @@ public final class StatCommand implements Callable<Integer>
             out.println(line.toString().stripTrailing());
         }
         return values;
+    }
+
+    /**
+     * One line per histogram: count, {@link #PERCENTILES} and max, as HdrHistogram computes them (a percentile is
+     * the highest value equal to it within the histogram's 1% resolution).
+     */
+    static void printHistograms(final PrintWriter out, final ControlFile ctl)
+    {
+        final List<PublishedHistogram> histograms = PublishedHistogram.read(ctl);
+        if (null == histograms)
+        {
+            out.println("histograms unreadable: the daemon was killed while writing them");
+            return;
+        }
+        if (histograms.isEmpty())
+        {
+            out.println("histograms not published yet: the daemon writes them at its first heartbeat");
+            return;
+        }
+        final StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "  %-" + HISTOGRAM_WIDTH +
+            "s %9s", "histogram", "count"));
+        for (final double percentile : PERCENTILES)
+        {
+            header.append(String.format(Locale.ROOT, " %9s", "p" + (percentile == Math.rint(percentile) ?
+                Long.toString((long)percentile) : Double.toString(percentile))));
+        }
+        out.println(header.append(String.format(Locale.ROOT, " %9s", "max")));
+        for (final PublishedHistogram published : histograms)
+        {
+            final Histogram histogram = published.histogram();
+            final boolean duration = published.kind().unit() == MrdHistogram.Unit.NANOSECONDS;
+            final StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  %-" + HISTOGRAM_WIDTH +
+                "s %9d", published.kind().label() + (null == published.label() ? "" : " " + published.label()),
+                histogram.getTotalCount()));
+            for (final double percentile : PERCENTILES)
+            {
+                line.append(String.format(Locale.ROOT, " %9s", histogram.getTotalCount() == 0 ? "-" :
+                    value(histogram.getValueAtPercentile(percentile), duration)));
+            }
+            line.append(String.format(Locale.ROOT, " %9s", histogram.getTotalCount() == 0 ? "-" :
+                value(histogram.getMaxValue(), duration)));
+            out.println(line);
+        }
+    }
+
+    private static String value(final long value, final boolean nanoseconds)
+    {
+        return nanoseconds ? duration(value) : Format.size(value);
+    }
+
+    /**
+     * @return {@code 850ns}, {@code 12.3us}, {@code 4.56ms}, {@code 1.20s}.
+     */
+    static String duration(final long nanoseconds)
+    {
+        if (nanoseconds < 1_000)
+        {
+            return nanoseconds + "ns";
+        }
+        if (nanoseconds < 1_000_000)
+        {
+            return String.format(Locale.ROOT, "%.1fus", nanoseconds / 1e3);
+        }
+        if (nanoseconds < 1_000_000_000)
+        {
+            return String.format(Locale.ROOT, "%.2fms", nanoseconds / 1e6);
+        }
+        return String.format(Locale.ROOT, "%.2fs", nanoseconds / 1e9);
     }
 }

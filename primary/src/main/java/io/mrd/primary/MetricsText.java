@@ -3,10 +3,15 @@ package io.mrd.primary;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdHistogram;
+import io.mrd.primary.histogram.PublishedHistogram;
 import io.prometheus.metrics.config.EscapingScheme;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 
@@ -15,6 +20,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -29,6 +35,13 @@ import java.util.Map;
  * mrd_heartbeat_age_seconds} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header; the
  * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated). Names follow Prometheus' conventions
  * (base units: seconds and bytes; {@code _total} for counters), which {@code promtool check metrics} enforces.
+ * <p>
+ * Every {@link MrdHistogram} the daemon published ({@link PublishedHistogram}) becomes a classic Prometheus
+ * histogram {@code mrd_<metricName>} ({@code _bucket{le=...}}, {@code _sum}, {@code _count}); the request
+ * durations carry a {@code type} label per request type. Durations are exported in seconds over
+ * {@link #DURATION_BOUNDS_SECONDS}, sizes in bytes over {@link #SIZE_BOUNDS_BYTES}; {@code _sum} is the exact
+ * sum of the values, the bucket counts are HdrHistogram's ({@link PublishedHistogram#bucketCounts}). A section
+ * the daemon left mid-write (it was killed then) exports no histograms rather than torn ones.
  */
 public final class MetricsText
 {
@@ -37,7 +50,17 @@ public final class MetricsText
     /** Prefix of every metric name. */
     public static final String PREFIX = "mrd_";
 
+    /** Upper bounds of the duration buckets, in seconds: 1 µs to 10 s in steps of 1, 2.5, 5. */
+    public static final double[] DURATION_BOUNDS_SECONDS =
+    {
+        1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
+        0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+    };
+    /** Upper bounds of the size buckets, in bytes: every power of two from 4 KiB to 1 TiB. */
+    public static final double[] SIZE_BOUNDS_BYTES = powersOfTwo(12, 40);
+
     private static final String TOTAL = "_total";
+    private static final double NANOS_PER_SECOND = 1e9;
 
     private MetricsText()
     {
@@ -99,7 +122,62 @@ public final class MetricsText
                     .build() :
                 gauge(name, counter.label(), entry.getValue()));
         }
+        final List<PublishedHistogram> histograms = PublishedHistogram.read(ctl);
+        if (null != histograms)
+        {
+            for (final MrdHistogram kind : MrdHistogram.values())
+            {
+                final HistogramSnapshot.Builder builder = HistogramSnapshot.builder()
+                    .name(PREFIX + kind.metricName()).help(kind.help());
+                boolean any = false;
+                for (final PublishedHistogram histogram : histograms)
+                {
+                    if (histogram.kind() == kind)
+                    {
+                        builder.dataPoint(dataPoint(histogram));
+                        any = true;
+                    }
+                }
+                if (any)
+                {
+                    metrics.add(builder.build());
+                }
+            }
+        }
         return new MetricSnapshots(metrics);
+    }
+
+    private static HistogramSnapshot.HistogramDataPointSnapshot dataPoint(final PublishedHistogram histogram)
+    {
+        final boolean duration = histogram.kind().unit() == MrdHistogram.Unit.NANOSECONDS;
+        final double[] bounds = duration ? DURATION_BOUNDS_SECONDS : SIZE_BOUNDS_BYTES;
+        final double scale = duration ? 1 / NANOS_PER_SECOND : 1;
+        final long[] unitBounds = new long[bounds.length];
+        for (int i = 0; i < bounds.length; i++)
+        {
+            unitBounds[i] = Math.round(duration ? bounds[i] * NANOS_PER_SECOND : bounds[i]);
+        }
+        final double[] upperBounds = Arrays.copyOf(bounds, bounds.length + 1);
+        upperBounds[bounds.length] = Double.POSITIVE_INFINITY;
+        final HistogramSnapshot.HistogramDataPointSnapshot.Builder point =
+            HistogramSnapshot.HistogramDataPointSnapshot.builder()
+                .classicHistogramBuckets(ClassicHistogramBuckets.of(upperBounds, histogram.bucketCounts(unitBounds)))
+                .sum(histogram.sum() * scale);
+        if (null != histogram.label())
+        {
+            point.labels(Labels.of(MrdHistogram.TYPE_LABEL, histogram.label()));
+        }
+        return point.build();
+    }
+
+    private static double[] powersOfTwo(final int fromExponent, final int toExponent)
+    {
+        final double[] bounds = new double[toExponent - fromExponent + 1];
+        for (int i = 0; i < bounds.length; i++)
+        {
+            bounds[i] = Math.scalb(1.0, fromExponent + i);
+        }
+        return bounds;
     }
 
     private static GaugeSnapshot gauge(final String name, final String help, final double value)

@@ -19,6 +19,7 @@ import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
+import io.mrd.primary.provider.TimedRegistrar;
 import io.mrd.primary.server.MrdServer;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -173,8 +174,8 @@ public final class MrdDaemon implements AutoCloseable
             // The provider comes last: it is what most often refuses to start (no device, no library), and
             // everything before it is cheap to undo.
             registrar = Registrars.create(context.providerConfig());
-            final MrEngine engine =
-                new MrEngine(ctl, memory, registrar, counters, errorLog, context.mrExtMemseg(), journal);
+            final MrEngine engine = new MrEngine(ctl, memory, new TimedRegistrar(registrar, counters.histograms()),
+                counters, errorLog, context.mrExtMemseg(), journal);
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine, journal);
             if (context.metricsAddress().isPresent())
@@ -284,7 +285,9 @@ public final class MrdDaemon implements AutoCloseable
         final ControlHeader header = controlFile.header();
         while (!closing)
         {
-            header.heartbeatMs(System.currentTimeMillis());
+            final long now = System.currentTimeMillis();
+            header.heartbeatMs(now);
+            counters.publishHistograms(now);
             try
             {
                 Thread.sleep(context.heartbeatIntervalMs());

@@ -286,6 +286,14 @@ public final class ControlFile implements AutoCloseable
     }
 
     /**
+     * @return the histograms section, for the daemon to write and tools to read.
+     */
+    public HistogramsSection histograms()
+    {
+        return new HistogramsSection(buffer, layout.histogramsOffset(), layout.histogramsLength());
+    }
+
+    /**
      * @param nowMs the wall clock.
      * @return ms since the last heartbeat, or -1 when the daemon closed the file cleanly.
      */

@@ -28,6 +28,8 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  | Global cache           |  cacheCapacity entries of 32 bytes
  *  +------------------------+ clientTableOffset
  *  | Client table           |  clientCapacity records of 64 bytes
+ *  +------------------------+ histogramsOffset
+ *  | Histograms             |  HdrHistogram encodings (HistogramsDescriptor)
  *  +------------------------+ errorLogOffset
  *  | Error log              |  Agrona DistinctErrorLog
  *  +------------------------+ fileLength
@@ -42,6 +44,8 @@ public final class ControlFileLayout
     public static final int MAX_SEGMENTS_PER_LIST = 1 << 20;
     /** Bytes of the error log. */
     public static final int ERROR_LOG_LENGTH = 64 * 1024;
+    /** Bytes of the histograms section: the worst-case encoding of every histogram the daemon keeps fits. */
+    public static final int HISTOGRAMS_LENGTH = 512 * 1024;
 
     private final int countersMetadataOffset;
     private final int countersMetadataLength;
@@ -59,6 +63,8 @@ public final class ControlFileLayout
     private final int cacheCapacity;
     private final int clientTableOffset;
     private final int clientCapacity;
+    private final int histogramsOffset;
+    private final int histogramsLength;
     private final int errorLogOffset;
     private final int errorLogLength;
     private final long fileLength;
@@ -81,6 +87,8 @@ public final class ControlFileLayout
         final int cacheCapacity,
         final int clientTableOffset,
         final int clientCapacity,
+        final int histogramsOffset,
+        final int histogramsLength,
         final int errorLogOffset,
         final int errorLogLength,
         final long fileLength)
@@ -101,6 +109,8 @@ public final class ControlFileLayout
         this.cacheCapacity = cacheCapacity;
         this.clientTableOffset = clientTableOffset;
         this.clientCapacity = clientCapacity;
+        this.histogramsOffset = histogramsOffset;
+        this.histogramsLength = histogramsLength;
         this.errorLogOffset = errorLogOffset;
         this.errorLogLength = errorLogLength;
         this.fileLength = fileLength;
@@ -155,6 +165,8 @@ public final class ControlFileLayout
         offset = align(offset + (long)cacheCapacity * CacheEntryDescriptor.ENTRY_LENGTH);
         final long clientOffset = offset;
         offset = align(offset + (long)clientCapacity * ClientDescriptor.CLIENT_RECORD_LENGTH);
+        final long histogramsOffset = offset;
+        offset += HISTOGRAMS_LENGTH;
         final long errorOffset = offset;
         offset += ERROR_LOG_LENGTH;
 
@@ -170,7 +182,7 @@ public final class ControlFileLayout
             (int)listsOffset, memsegListCount, listRecordLength, segmentsPerList,
             (int)mrOffset, mrCapacity, (int)bitmapOffset, bitmapLength,
             (int)cacheOffset, cacheCapacity, (int)clientOffset, clientCapacity,
-            (int)errorOffset, ERROR_LOG_LENGTH, offset);
+            (int)histogramsOffset, HISTOGRAMS_LENGTH, (int)errorOffset, ERROR_LOG_LENGTH, offset);
     }
 
     /**
@@ -196,6 +208,8 @@ public final class ControlFileLayout
             header.getInt(CACHE_CAPACITY_OFFSET),
             header.getInt(CLIENT_TABLE_OFFSET_OFFSET),
             header.getInt(CLIENT_CAPACITY_OFFSET),
+            header.getInt(HISTOGRAMS_OFFSET_OFFSET),
+            header.getInt(HISTOGRAMS_LENGTH_OFFSET),
             header.getInt(ERROR_LOG_OFFSET_OFFSET),
             header.getInt(ERROR_LOG_LENGTH_OFFSET),
             header.getLong(FILE_LENGTH_OFFSET));
@@ -222,6 +236,8 @@ public final class ControlFileLayout
         header.putInt(CACHE_CAPACITY_OFFSET, cacheCapacity);
         header.putInt(CLIENT_TABLE_OFFSET_OFFSET, clientTableOffset);
         header.putInt(CLIENT_CAPACITY_OFFSET, clientCapacity);
+        header.putInt(HISTOGRAMS_OFFSET_OFFSET, histogramsOffset);
+        header.putInt(HISTOGRAMS_LENGTH_OFFSET, histogramsLength);
         header.putInt(ERROR_LOG_OFFSET_OFFSET, errorLogOffset);
         header.putInt(ERROR_LOG_LENGTH_OFFSET, errorLogLength);
         header.putLong(FILE_LENGTH_OFFSET, fileLength);
@@ -344,6 +360,16 @@ public final class ControlFileLayout
         return clientTableOffset + index * ClientDescriptor.CLIENT_RECORD_LENGTH;
     }
 
+    public int histogramsOffset()
+    {
+        return histogramsOffset;
+    }
+
+    public int histogramsLength()
+    {
+        return histogramsLength;
+    }
+
     public int errorLogOffset()
     {
         return errorLogOffset;
@@ -376,6 +402,7 @@ public final class ControlFileLayout
             {mrBitmapOffset, (long)mrCapacity * mrBitmapLength},
             {cacheOffset, (long)cacheCapacity * CacheEntryDescriptor.ENTRY_LENGTH},
             {clientTableOffset, (long)clientCapacity * ClientDescriptor.CLIENT_RECORD_LENGTH},
+            {histogramsOffset, histogramsLength},
             {errorLogOffset, errorLogLength},
         };
     }
@@ -384,6 +411,6 @@ public final class ControlFileLayout
     public static final String[] SECTION_NAMES =
     {
         "header", "counters metadata", "counters values", "memseg lists", "MR table", "MR bitmaps",
-        "global cache", "client table", "error log"
+        "global cache", "client table", "histograms", "error log"
     };
 }

@@ -90,7 +90,7 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  |               Provider Name (16 bytes ASCII, NUL padded)      |232
  *  |                              ...                              |
  *  +---------------------------------------------------------------+
- *  |                      (pad to 256)                             |248
+ *  |  Histograms Offset            |  Histograms Length            |248
  *  +---------------------------------------------------------------+
  * </pre>
  */
@@ -102,9 +102,10 @@ public final class HeaderDescriptor
     /**
      * Version of this layout. Bump it on every change to any section; readers refuse a version they do not
      * know. Version 2 added the heartbeat stale limit; version 3 the access of memory and MRs: per segment in
-     * the memseg lists, in the MR records, and with the rkey in the global cache's entries.
+     * the memseg lists, in the MR records, and with the rkey in the global cache's entries; version 4 the
+     * histograms section ({@link HistogramsDescriptor}).
      */
-    public static final int LAYOUT_VERSION = 3;
+    public static final int LAYOUT_VERSION = 4;
 
     /** Heartbeat value of a daemon that shut down cleanly. */
     public static final long HEARTBEAT_CLOSED = -1L;
@@ -192,6 +193,10 @@ public final class HeaderDescriptor
     public static final int PROVIDER_NAME_OFFSET = EXTERNAL_LENGTH_OFFSET + SIZE_OF_LONG;
     /** Bytes reserved for the provider name. */
     public static final int PROVIDER_NAME_LENGTH = 16;
+    /** Offset of the histograms section's offset. */
+    public static final int HISTOGRAMS_OFFSET_OFFSET = PROVIDER_NAME_OFFSET + PROVIDER_NAME_LENGTH;
+    /** Offset of the histograms section's length. */
+    public static final int HISTOGRAMS_LENGTH_OFFSET = HISTOGRAMS_OFFSET_OFFSET + SIZE_OF_INT;
 
     /** Length of the header: four cache lines. */
     public static final int HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;

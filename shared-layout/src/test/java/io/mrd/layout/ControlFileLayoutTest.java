@@ -288,6 +288,8 @@ final class ControlFileLayoutTest
         f.add(new int[]{EXTERNAL_BASE_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{EXTERNAL_LENGTH_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH});
+        f.add(new int[]{HISTOGRAMS_OFFSET_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{HISTOGRAMS_LENGTH_OFFSET, SIZE_OF_INT});
         return f;
     }
 

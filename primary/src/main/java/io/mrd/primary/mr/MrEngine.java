@@ -215,6 +215,7 @@ public final class MrEngine implements AutoCloseable
      */
     private void onMemoryFree(final List<FreedRange> ranges)
     {
+        final long startNs = System.nanoTime();
         cacheLock.lock();
         try
         {
@@ -231,6 +232,7 @@ public final class MrEngine implements AutoCloseable
         finally
         {
             cacheLock.unlock();
+            counters.histograms().memoryEventHandled(startNs);
         }
     }
 

@@ -83,19 +83,6 @@ final class ClientSession extends ChannelInboundHandlerAdapter
     private final FdOutcome fdOutcome = new FdOutcome();
     private final PdImport pdImport;
 
-    /**
-     * A request's work on a worker.
-     */
-    private interface Work
-    {
-        Message.Reply run();
-
-        /** Releases what the work would have consumed, when it never runs (the connection closed first). */
-        default void abandon()
-        {
-        }
-    }
-
     ClientSession(final MrdServer server, final EpollDomainSocketChannel channel)
     {
         this.server = server;
@@ -214,6 +201,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
 
     private void onFrame(final Frame frame)
     {
+        final long startNs = System.nanoTime();
         server.counters().increment(MrdCounter.REQUESTS);
         final long correlationId = frame.correlationId();
         final Message message = frame.message();
@@ -223,6 +211,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             if (message instanceof Message.Hello hello)
             {
                 hello(correlationId, hello);
+                server.counters().histograms().requestAnswered(type, startNs);
             }
             else
             {
@@ -253,7 +242,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                     pendingFd = new PendingFd(correlationId, reg.length(), reg.access());
                 }
             }
-            case Message.Stop stop -> stop(correlationId);
+            case Message.Stop stop -> stop(correlationId, startNs);
             case Message.ImportPd importPd -> pdImport.answer(correlationId);
             case Message.Request request ->
             {
@@ -262,10 +251,11 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 if (null != cached)
                 {
                     reply(correlationId, cached);
+                    server.counters().histograms().requestAnswered(type, startNs);
                     return;
                 }
                 final int id = clientId;
-                submit(correlationId, type, () -> server.handler().execute(request, id, pid), null);
+                submit(correlationId, type, startNs, () -> server.handler().execute(request, id, pid), null);
             }
             case Message.Reply reply -> protocolError(correlationId, type, "a reply is not a request");
         }
@@ -307,7 +297,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             server.controlFilePath()));
     }
 
-    private void stop(final long correlationId)
+    private void stop(final long correlationId, final long startNs)
     {
         if (!server.peerPolicy().mayStop(uid))
         {
@@ -318,8 +308,8 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             return;
         }
         LOG.info("STOP from client {} (pid {}, uid {})", clientId, pid, uid);
-        submit(correlationId, MessageType.STOP, () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"),
-            server::requestStop);
+        submit(correlationId, MessageType.STOP, startNs,
+            () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"), server::requestStop);
     }
 
     private void awaitFd()
@@ -343,7 +333,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             pendingFd = null;
             resumeReading();
             final int id = clientId;
-            submit(pending.correlationId(), MessageType.REG_EXTERNAL, new Work()
+            submit(pending.correlationId(), MessageType.REG_EXTERNAL, System.nanoTime(), new RequestWork()
             {
                 public Message.Reply run()
                 {
@@ -386,12 +376,14 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         ctx.fireChannelWritabilityChanged();
     }
 
-    private void submit(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    private void submit(
+        final long correlationId, final MessageType type, final long startNs, final RequestWork work,
+        final Runnable afterReply)
     {
         inFlight.incrementAndGet();
         try
         {
-            server.workers().execute(() -> run(correlationId, type, work, afterReply));
+            server.workers().execute(() -> run(correlationId, type, startNs, work, afterReply));
         }
         catch (final RejectedExecutionException ex)
         {
@@ -402,7 +394,9 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         }
     }
 
-    private void run(final long correlationId, final MessageType type, final Work work, final Runnable afterReply)
+    private void run(
+        final long correlationId, final MessageType type, final long startNs, final RequestWork work,
+        final Runnable afterReply)
     {
         try
         {
@@ -435,6 +429,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             {
                 reply(correlationId, reply);
             }
+            server.counters().histograms().requestAnswered(type, startNs);
         }
         finally
         {
