@@ -183,7 +183,7 @@ final class DaemonWatch
     MrdException lost(final String how)
     {
         final String death = deathReason();
-        mark(null != death ? death : how);
+        trip(dead(null != death ? death : how));
         return latch.broken();
     }
 
@@ -247,31 +247,35 @@ final class DaemonWatch
         return null;
     }
 
+    /**
+     * Marks the client broken by a look of this watch: the connection first, then the latch. A thread that sees
+     * the latch tripped (its lookup threw) may go straight on to a request; the request must find the connection
+     * failed, never reach a daemon that is only frozen and answers once it resumes.
+     */
     private void markDead(final String reason)
-    {
-        if (mark(reason))
-        {
-            onBroken.accept(latch.broken());
-        }
-    }
-
-    /** @return true when this marked the client broken, false when it was already. */
-    private boolean mark(final String reason)
     {
         if (null != latch.broken())
         {
-            return false;
+            return;
         }
+        final DaemonDeadException dead = dead(reason);
+        onBroken.accept(dead);
+        trip(dead);
+    }
+
+    private DaemonDeadException dead(final String reason)
+    {
         final String error = lastDaemonError;
-        final DaemonDeadException dead = new DaemonDeadException(daemon() + " " + reason +
-            (null == error ? "" : "; its last error: " + error) +
+        return new DaemonDeadException(daemon() + " " + reason + (null == error ? "" : "; its last error: " + error) +
             ": re-attach (start it again with 'mrd start --dir " + context.dir() + "' if it is not running)");
-        if (!latch.trip(dead))
+    }
+
+    private void trip(final DaemonDeadException dead)
+    {
+        if (latch.trip(dead))
         {
-            return false;
+            LOG.warn("{}", dead.getMessage());
         }
-        LOG.warn("{}", dead.getMessage());
-        return true;
     }
 
     private void watchdogLoop()

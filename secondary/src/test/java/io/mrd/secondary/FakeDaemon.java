@@ -65,6 +65,7 @@ final class FakeDaemon implements AutoCloseable
     /** The access ALLOC replies grant; -1: what was asked (a test sets it to play a daemon that lies). */
     volatile int grantedAccess = -1;
     final AtomicInteger creates = new AtomicInteger();
+    final AtomicInteger allocs = new AtomicInteger();
 
     private final int backingFd;
     private final ServerSocketChannel server;
@@ -225,6 +226,7 @@ final class FakeDaemon implements AutoCloseable
             }
             case Message.Alloc alloc ->
             {
+                allocs.incrementAndGet();
                 final long length = Sizes.alignUp(alloc.length(), SEGMENT);
                 final long address;
                 synchronized (lock)

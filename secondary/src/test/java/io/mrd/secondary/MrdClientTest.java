@@ -13,6 +13,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -219,6 +220,37 @@ final class MrdClientTest
         awaitTrue(client::isBroken);
         final DaemonDeadException ex = assertThrows(DaemonDeadException.class, () -> cache.lkey(FakeDaemon.BASE, 8));
         assertTrue(ex.getMessage().contains("died (heartbeat"), ex.getMessage());
+    }
+
+    /**
+     * The thread whose lookup threw may go straight on to a request; the watchdog fails the connection before it
+     * trips the caches, so that request never reaches a daemon that is only frozen and would answer it later.
+     */
+    @Test
+    void onceTheWatchdogMarksTheDaemonDeadNoRequestLeaves() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        client = attach();
+        final MrCache cache = client.newCache();
+        assertEquals(FakeDaemon.LOW_LKEY, cache.lkey(FakeDaemon.BASE, 8));
+        final int allocsBefore = daemon.allocs.get();
+
+        daemon.freezeHeartbeat();
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true)
+        {
+            try
+            {
+                cache.lkey(FakeDaemon.BASE, 8);
+            }
+            catch (final DaemonDeadException ex)
+            {
+                break;
+            }
+            assertTrue(System.nanoTime() < deadline, "the watchdog never marked the daemon dead");
+        }
+        assertThrows(DaemonDeadException.class, () -> client.allocate(FakeDaemon.SEGMENT));
+        assertEquals(allocsBefore, daemon.allocs.get(), "an ALLOC reached the daemon after the watch marked it dead");
     }
 
     @Test
