@@ -1,6 +1,7 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.FileFailure;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.journal.JournalEvent;
 import io.mrd.layout.journal.JournalEventType;
@@ -11,11 +12,15 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.format.DateTimeParseException;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -47,6 +52,7 @@ public final class EventsCommand implements Callable<Integer>
 {
     /** How often {@code --follow} looks for new events. */
     static final long FOLLOW_POLL_MS = 100;
+    private static final String GIVE_A_RUN_DIRECTORY = "give the run directory of a daemon with --dir or MRD_DIR";
 
     @Mixin
     DirOption dirOption;
@@ -89,7 +95,7 @@ public final class EventsCommand implements Callable<Integer>
                 " is not a client id: give a positive id, as mrd dump shows it");
         }
         final long sinceNs = null == since ? Long.MIN_VALUE : parseSince(since);
-        final Path dir = null != journal ? journal : dirOption.resolve()
+        final Path dir = null != journal ? journal : runDirectory()
             .resolve(previous ? JournalFileDescriptor.PREVIOUS_DIRECTORY : JournalFileDescriptor.DIRECTORY);
         final PrintWriter out = spec.commandLine().getOut();
         final AtomicBoolean stopped = new AtomicBoolean();
@@ -104,32 +110,33 @@ public final class EventsCommand implements Callable<Integer>
                 out.println(json ? EventFormat.json(event) : EventFormat.text(event));
             }
         };
+        // Ctrl-C is taken before the first line is printed, so that one that comes while the journal is being
+        // read ends the follow as cleanly as a later one. It only sets the flag: an interrupt could close the
+        // reader's file channels under it, and the follow loop sees the flag within one poll period.
+        final AtomicBoolean interrupted = new AtomicBoolean();
+        if (follow)
+        {
+            sun.misc.Signal.handle(new sun.misc.Signal("INT"), ignored -> interrupted.set(true));
+        }
         try (JournalReader reader = JournalReader.open(dir))
         {
             reader.poll(print);
             out.flush();
             if (follow)
             {
-                follow(reader, print, stopped);
+                follow(reader, print, stopped, interrupted);
             }
         }
         return 0;
     }
 
     /**
-     * Polls the mapped files until SIGINT or the daemon's DAEMON_STOPPED: the interrupt ends the loop, so that
-     * the last events are flushed and the command exits 0.
+     * Polls the mapped files until SIGINT or the daemon's DAEMON_STOPPED; either ends the loop, so that the last
+     * events are flushed and the command exits 0.
      */
-    private void follow(final JournalReader reader, final Consumer<JournalEvent> print, final AtomicBoolean stopped)
-        throws InterruptedException
+    private void follow(final JournalReader reader, final Consumer<JournalEvent> print, final AtomicBoolean stopped,
+        final AtomicBoolean interrupted) throws InterruptedException
     {
-        final AtomicBoolean interrupted = new AtomicBoolean();
-        final Thread main = Thread.currentThread();
-        sun.misc.Signal.handle(new sun.misc.Signal("INT"), ignored ->
-        {
-            interrupted.set(true);
-            main.interrupt();
-        });
         final PrintWriter out = spec.commandLine().getOut();
         while (!interrupted.get() && !stopped.get())
         {
@@ -137,20 +144,48 @@ public final class EventsCommand implements Callable<Integer>
             {
                 out.flush();
             }
-            try
-            {
-                TimeUnit.MILLISECONDS.sleep(FOLLOW_POLL_MS);
-            }
-            catch (final InterruptedException ex)
-            {
-                if (!interrupted.get())
-                {
-                    throw ex;
-                }
-            }
+            TimeUnit.MILLISECONDS.sleep(FOLLOW_POLL_MS);
         }
         reader.poll(print);
         out.flush();
+    }
+
+    /**
+     * @return the run directory of {@code --dir}, checked: the journal reader alone would call a file or a
+     * missing directory "no journal".
+     */
+    private Path runDirectory()
+    {
+        final Path runDir = dirOption.resolve();
+        try
+        {
+            if (!Files.readAttributes(runDir, BasicFileAttributes.class).isDirectory())
+            {
+                throw FileFailure.of(ErrorCode.ENOTDIR, "cannot use run directory", runDir, GIVE_A_RUN_DIRECTORY);
+            }
+        }
+        catch (final NoSuchFileException ex)
+        {
+            // stat says ENOENT, not ENOTDIR, when a part of the path is a file.
+            for (Path part = runDir.toAbsolutePath().getParent(); null != part; part = part.getParent())
+            {
+                if (Files.exists(part))
+                {
+                    if (!Files.isDirectory(part))
+                    {
+                        throw FileFailure.of(ErrorCode.ENOTDIR, "cannot use run directory", runDir,
+                            GIVE_A_RUN_DIRECTORY);
+                    }
+                    break;
+                }
+            }
+            throw new MrdException(ErrorCode.ENOENT, "no run directory " + runDir + ": " + GIVE_A_RUN_DIRECTORY);
+        }
+        catch (final IOException ex)
+        {
+            throw FileFailure.of(ex, "cannot use run directory", runDir, GIVE_A_RUN_DIRECTORY);
+        }
+        return runDir;
     }
 
     private long parseSince(final String text)
@@ -168,16 +203,30 @@ public final class EventsCommand implements Callable<Integer>
                     case 'h' -> Duration.ofHours(amount);
                     default -> Duration.ofDays(amount);
                 };
-                final Instant from = Instant.now().minus(back);
-                return from.getEpochSecond() * 1_000_000_000L + from.getNano();
+                return epochNanos(Instant.now().minus(back));
             }
-            final Instant from = Instant.parse(text.trim());
-            return Math.multiplyExact(from.getEpochSecond(), 1_000_000_000L) + from.getNano();
+            return epochNanos(Instant.parse(text.trim()));
         }
-        catch (final DateTimeParseException | ArithmeticException ex)
+        catch (final DateTimeException | ArithmeticException | NumberFormatException ex)
         {
             throw Mrd.usage(spec, new MrdException(ErrorCode.EINVAL, "--since '" + text + "' is not a time: give " +
                 "an ISO-8601 instant such as 2026-12-01T12:00:00Z or a duration back from now such as 10m"));
+        }
+    }
+
+    /**
+     * @return {@code instant} in epoch nanoseconds, the journal's clock; before 1677 every event is after it, after
+     * 2262 none is.
+     */
+    private static long epochNanos(final Instant instant)
+    {
+        try
+        {
+            return Math.addExact(Math.multiplyExact(instant.getEpochSecond(), 1_000_000_000L), instant.getNano());
+        }
+        catch (final ArithmeticException ex)
+        {
+            return instant.getEpochSecond() < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
         }
     }
 }

@@ -48,7 +48,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * variables, {@code --foreground}), and as another user (nobody, via setpriv, which needs root) against a daemon
  * whose directory that user may not read. Paths in the tables are placeholders: {@code {live}} the run directory
  * of the daemon this class starts, {@code {fresh}} a new directory per row, {@code {file}} an empty regular file,
- * {@code {junk}} 8 KiB that are not a control file, {@code {missing}} nothing, {@code {base}} a directory,
+ * {@code {junk}} 8 KiB that are not a control file, {@code {junkjournal}} and {@code {shortjournal}} directories
+ * whose {@code 0.journal} is 8 KiB that are not a journal and 100 bytes, {@code {missing}} nothing, {@code {base}} a directory,
  * {@code {busyport}} a port something listens on already.
  */
 final class CommandLineErrorsTest
@@ -280,6 +281,44 @@ final class CommandLineErrorsTest
             row(1, "ENOTDIR: cannot read control file {file}/mrd.ctl: {file} is not a directory",
                 "worker", "--dir", "{file}", "--alloc", "4MiB"),
 
+            row(2, "--since 'yesterday' is not a time: give an ISO-8601 instant",
+                "events", "--dir", "{live}", "--since", "yesterday"),
+            row(2, "--since '' is not a time", "events", "--dir", "{live}", "--since", ""),
+            row(2, "--since '2026-13-01T00:00:00Z' is not a time",
+                "events", "--dir", "{live}", "--since", "2026-13-01T00:00:00Z"),
+            row(2, "--since '99999999999999999999d' is not a time",
+                "events", "--dir", "{live}", "--since", "99999999999999999999d"),
+            row(2, "--since '-5m' is not a time", "events", "--dir", "{live}", "--since", "-5m"),
+            row(2, "Missing required parameter for option '--since'", "events", "--dir", "{live}", "--since"),
+            row(2, "--client 0 is not a client id: give a positive id", "events", "--dir", "{live}", "--client", "0"),
+            row(2, "--client -3 is not a client id", "events", "--dir", "{live}", "--client", "-3"),
+            row(2, "--client': 'abc' is not an int", "events", "--dir", "{live}", "--client", "abc"),
+            row(2, "--client': '4294967296' is not an int", "events", "--dir", "{live}", "--client", "4294967296"),
+            row(2, "--dir': path '' is empty", "events", "--dir", ""),
+            row(1, "^mrd events: ENOENT: no run directory {missing}: give the run directory of a daemon with --dir",
+                "events", "--dir", "{missing}"),
+            row(1, "^mrd events: ENOTDIR: cannot use run directory {file}: {file} is not a directory: give the run",
+                "events", "--dir", "{file}"),
+            row(1, "ENOTDIR: cannot use run directory {file}/sub: {file} is not a directory",
+                "events", "--dir", "{file}/sub"),
+            row(1, "ENOENT: no journal in {base}/journal: the daemon there ran with --journal-size 0 or never ran",
+                "events", "--dir", "{base}"),
+            row(1, "ENOENT: no journal in {live}/journal\\.previous: ", "events", "--dir", "{live}", "--previous"),
+            row(2, "--journal': path '' is empty", "events", "--journal", ""),
+            row(1, "ENOENT: no journal in {missing}: ", "events", "--journal", "{missing}"),
+            row(1, "ENOENT: no journal in {live}: ", "events", "--journal", "{live}"),
+            row(1, "ENOTDIR: cannot read the journal {file}: {file} is not a directory: give a journal directory",
+                "events", "--journal", "{file}"),
+            row(1, "EINVAL: {junkjournal}/0\\.journal is not an mrd journal file \\(magic 5a5a5a5a\\): give a " +
+                "journal directory such as DIR/journal", "events", "--journal", "{junkjournal}"),
+            row(1, "EINVAL: {shortjournal}/0\\.journal is not an mrd journal file \\(100 bytes\\)",
+                "events", "--journal", "{shortjournal}"),
+            row(2, "--previous and --journal name two journals: give one of them",
+                "events", "--dir", "{live}", "--previous", "--journal", "{live}/journal"),
+            row(2, "Unknown option: '--nosuch'", "events", "--dir", "{live}", "--nosuch"),
+            row(2, "Unmatched argument .*'extra'", "events", "--dir", "{live}", "extra"),
+            row(2, "--follow': 'maybe' is not a boolean", "events", "--dir", "{live}", "--follow=maybe"),
+
             row(2, "--lookups 0 must be between 1 and 1000000000", "demo", "--lookups", "0"),
             row(2, "--lookups -1 must be between 1 and 1000000000", "demo", "--lookups", "-1"),
             row(2, "--lookups 1000000001 must be between 1 and", "demo", "--lookups", "1000000001"),
@@ -365,6 +404,13 @@ final class CommandLineErrorsTest
             rows.add(new Row(args, Map.of(), 1, String.format(denied, "/mrd\\.(lock|ctl)", "0640"), Stream.ERR,
                 "rwxr-xr-x"));
         }
+        // The journal names every client's ranges and keys: its directory is 0750 as the run directory's files.
+        final String journalDenied = "EACCES: cannot read the journal file {live}/journal/0\\.journal: Permission " +
+            "denied by {live}%s \\(owner uid \\d+, group gid \\d+, mode %s\\): run as the daemon's user";
+        final List<String> events = List.of("events", "--dir", "{live}");
+        rows.add(new Row(events, Map.of(), 1, String.format(journalDenied, "", "0700"), Stream.ERR, "rwx------"));
+        rows.add(new Row(events, Map.of(), 1, String.format(journalDenied, "/journal", "0750"), Stream.ERR,
+            "rwxr-xr-x"));
         return rows;
     }
 
@@ -379,6 +425,8 @@ final class CommandLineErrorsTest
         final byte[] junk = new byte[8192];
         Arrays.fill(junk, (byte)0x5a);
         Files.write(base.resolve("junk.ctl"), junk);
+        Files.write(Files.createDirectory(base.resolve("junk-journal")).resolve("0.journal"), junk);
+        Files.write(Files.createDirectory(base.resolve("short-journal")).resolve("0.journal"), new byte[100]);
         live = base.resolve("live");
         Files.createDirectory(live, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
         busy = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
@@ -531,6 +579,8 @@ final class CommandLineErrorsTest
             .replace("{live}", live.toString())
             .replace("{fresh}", fresh.toString())
             .replace("{file}", base.resolve("file").toString())
+            .replace("{junkjournal}", base.resolve("junk-journal").toString())
+            .replace("{shortjournal}", base.resolve("short-journal").toString())
             .replace("{junk}", base.resolve("junk.ctl").toString())
             .replace("{missing}", base.resolve("missing").toString())
             .replace("{base}", base.toString())
@@ -543,6 +593,8 @@ final class CommandLineErrorsTest
             .replace("{live}", Pattern.quote(live.toString()))
             .replace("{fresh}", Pattern.quote(fresh.toString()))
             .replace("{file}", Pattern.quote(base.resolve("file").toString()))
+            .replace("{junkjournal}", Pattern.quote(base.resolve("junk-journal").toString()))
+            .replace("{shortjournal}", Pattern.quote(base.resolve("short-journal").toString()))
             .replace("{junk}", Pattern.quote(base.resolve("junk.ctl").toString()))
             .replace("{missing}", Pattern.quote(base.resolve("missing").toString()))
             .replace("{base}", Pattern.quote(base.toString()));

@@ -12,6 +12,7 @@ import org.agrona.concurrent.UnsafeBuffer;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.function.Consumer;
@@ -35,6 +36,9 @@ import static io.mrd.layout.journal.JournalRecordDescriptor.RECORD_LENGTH;
  */
 public final class JournalReader implements AutoCloseable
 {
+    private static final String GIVE_A_JOURNAL = "give a journal directory such as DIR/" +
+        JournalFileDescriptor.DIRECTORY;
+
     private final Path dir;
     private final UnsafeBuffer[] files = new UnsafeBuffer[FILE_COUNT];
     private final long[] fileLengths = new long[FILE_COUNT];
@@ -55,22 +59,23 @@ public final class JournalReader implements AutoCloseable
      */
     public static JournalReader open(final Path dir)
     {
+        if (Files.exists(dir) && !Files.isDirectory(dir))
+        {
+            throw FileFailure.of(ErrorCode.ENOTDIR, "cannot read the journal", dir, GIVE_A_JOURNAL);
+        }
         final JournalReader reader = new JournalReader(dir);
         int found = 0;
         for (int i = 0; i < FILE_COUNT; i++)
         {
             final Path file = dir.resolve(JournalFileDescriptor.fileName(i));
-            if (!Files.exists(file))
-            {
-                continue;
-            }
+            // Opened, not looked for: a directory this user may not search must say EACCES, not "no journal".
             try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ))
             {
                 final long size = channel.size();
                 if (size < JournalFileDescriptor.MIN_FILE_LENGTH || size > Integer.MAX_VALUE)
                 {
                     throw new MrdException(ErrorCode.EINVAL, file + " is not an mrd journal file (" + size +
-                        " bytes): give a journal directory such as DIR/" + JournalFileDescriptor.DIRECTORY);
+                        " bytes): " + GIVE_A_JOURNAL);
                 }
                 final UnsafeBuffer buffer = new UnsafeBuffer(channel.map(FileChannel.MapMode.READ_ONLY, 0, size));
                 checkHeader(file, buffer);
@@ -78,15 +83,19 @@ public final class JournalReader implements AutoCloseable
                 reader.fileLengths[i] = size;
                 found++;
             }
+            catch (final NoSuchFileException ex)
+            {
+                // a journal's files are created together; a missing one is checked for below
+            }
             catch (final IOException ex)
             {
-                throw FileFailure.of(ex, "cannot read the journal file", file, "check its permissions");
+                throw FileFailure.of(ex, "cannot read the journal file", file, "run as the daemon's user");
             }
         }
         if (found == 0)
         {
             throw new MrdException(ErrorCode.ENOENT, "no journal in " + dir + ": the daemon there ran with " +
-                "--journal-size 0, or never ran there (give the run directory with --dir)");
+                "--journal-size 0 or never ran there: give the run directory of a daemon with --dir");
         }
         return reader;
     }
@@ -103,8 +112,7 @@ public final class JournalReader implements AutoCloseable
         if (magic != JournalFileDescriptor.MAGIC)
         {
             throw new MrdException(ErrorCode.EINVAL, file + " is not an mrd journal file (magic " +
-                Integer.toHexString(magic) + "): give a journal directory such as DIR/" +
-                JournalFileDescriptor.DIRECTORY);
+                Integer.toHexString(magic) + "): " + GIVE_A_JOURNAL);
         }
         if (version != JournalFileDescriptor.LAYOUT_VERSION)
         {

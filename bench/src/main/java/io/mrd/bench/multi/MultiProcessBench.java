@@ -17,7 +17,8 @@ import java.util.Map;
 /**
  * The multi-process benchmark: a real daemon ({@code mrd start --foreground} in a child JVM), then 1, 2 and 4
  * secondary JVMs doing lookups for a fixed time, each without and with a writer JVM allocating, creating and
- * freeing at a fixed rate; then the create round trip. Writes {@code multi.tsv} and keeps every child's
+ * freeing at a fixed rate; then the create round trip; then the round trips against two fresh daemons, the event
+ * journal on and off ({@code journal.on|off.KIND.pN} rows). Writes {@code multi.tsv} and keeps every child's
  * output under {@code multi-logs/} in the results directory.
  * <p>
  * Quick: 3 rounds of 2 s per configuration; full: 4 rounds of 5 s. Each configuration reports its best round.
@@ -36,6 +37,10 @@ public final class MultiProcessBench
     /** Writer cycles (allocate, create, free) per second. */
     static final double WRITER_RATE = 100;
     static final Duration START_TIMEOUT = BenchDaemon.START_TIMEOUT;
+    /** The two daemons of the journal comparison. */
+    static final String[] JOURNAL_CONFIGS = {"on", "off"};
+    /** The round trips of the journal comparison, as {@link RoundTripMain} names them. */
+    static final String[] JOURNAL_KINDS = {"existing", "allocfree", "new"};
 
     private final boolean quick;
     private final Path out;
@@ -132,6 +137,65 @@ public final class MultiProcessBench
                 writer.close();
             }
         }
+        journalRoundTrips();
+    }
+
+    /**
+     * The round trips again against two fresh daemons, one with the event journal (the default 64 MiB) and one
+     * with {@code --journal-size 0}, the rounds alternating between them so that load from elsewhere hits both
+     * alike; each configuration and kind keeps its round of lowest p50. A CREATE_MR of an existing MR journals
+     * nothing, so the ALLOC + FREE round trip (an event each, and the FREE's memory event) and the new
+     * registration (MR_CREATED) are measured too.
+     */
+    private void journalRoundTrips()
+    {
+        final int existing = quick ? 20_000 : 100_000;
+        final int fresh = quick ? 300 : 2_000;
+        final int allocFree = quick ? 2_000 : 10_000;
+        final int rounds = quick ? 2 : 3;
+        final List<String> daemonArgs = List.of("--huge-dir", "none", "--no-mr-ext-memseg", "--max-memory", "1GiB");
+        final List<String> offArgs = new ArrayList<>(daemonArgs);
+        offArgs.addAll(List.of("--journal-size", "0"));
+        System.out.printf("multi: round trips with the journal on and off (%d rounds each)%n", rounds);
+        final Map<String, Map<String, String>> best = new LinkedHashMap<>();
+        try (BenchDaemon on = BenchDaemon.start(logs.resolve("daemon-journal-on.log"), daemonArgs);
+            BenchDaemon off = BenchDaemon.start(logs.resolve("daemon-journal-off.log"), offArgs))
+        {
+            for (int round = 1; round <= rounds; round++)
+            {
+                for (final String config : JOURNAL_CONFIGS)
+                {
+                    final String name = "rtt-journal-" + config + "-" + round;
+                    try (Child child = Child.start(name, logs.resolve(name + ".log"), childFlags,
+                        RoundTripMain.class.getName(), List.of((config.equals("on") ? on : off).dir().toString(),
+                            out.toString(), String.valueOf(existing), String.valueOf(fresh),
+                            String.valueOf(allocFree), "-journal-" + config)))
+                    {
+                        final Map<String, String> result = Handshake.parseResult(
+                            child.awaitLine(line -> line.startsWith(Handshake.RESULT), Duration.ofMinutes(5)));
+                        child.awaitExit(START_TIMEOUT);
+                        for (final String kind : JOURNAL_KINDS)
+                        {
+                            best.merge(config + "." + kind, result, (a, b) ->
+                                Double.parseDouble(b.get(kind + ".p50")) < Double.parseDouble(a.get(kind + ".p50")) ?
+                                    b : a);
+                        }
+                        System.out.printf("multi:   journal %s, round %d: existing p50 %s µs, alloc+free p50 %s µs, " +
+                            "new p50 %s µs%n", config, round, result.get("existing.p50"),
+                            result.get("allocfree.p50"), result.get("new.p50"));
+                    }
+                }
+            }
+        }
+        best.forEach((key, result) ->
+        {
+            final String kind = key.substring(key.indexOf('.') + 1);
+            for (final String p : new String[] {"p50", "p99", "p999", "max"})
+            {
+                record("journal." + key + "." + p, Double.parseDouble(result.get(kind + "." + p)), "us",
+                    "count " + result.get(kind + ".count") + ", best p50 of the rounds");
+            }
+        });
     }
 
     /**

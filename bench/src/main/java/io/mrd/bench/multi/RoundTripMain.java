@@ -24,7 +24,10 @@ import java.util.Map;
  *   <li>{@code existing}: {@code CREATE_MR} for an address whose MR exists, so the primary finds it again and
  *       answers: the protocol, the event loop and the primary's lookup, to compare with the C ping-pong;</li>
  *   <li>{@code new}: allocate 2 MiB (not timed), {@code CREATE_MR} for it (timed: a real registration, which
- *       with the soft provider pins the pages), free it (not timed).</li>
+ *       with the soft provider pins the pages), free it (not timed);</li>
+ *   <li>{@code allocfree} (when {@code ALLOC_FREE_COUNT} is given): {@code ALLOC} of 2 MiB and its {@code FREE},
+ *       timed together: the requests that journal an event each (ALLOC; FREE and its memory event) without a
+ *       registration's pinning in the time, where {@code existing} journals nothing.</li>
  * </ul>
  * The memory comes from an attached {@link MrdClient}; the requests go over a {@link DaemonConnection} of the
  * benchmark's own, the client's request path (a client sends {@code CREATE_MR} only from a cache miss, and a
@@ -33,7 +36,8 @@ import java.util.Map;
  * Prints a RESULT line with the percentiles in µs and writes each histogram's percentile distribution to
  * {@code OUT_DIR/create-<kind>.hgrm}.
  * <p>
- * Arguments: {@code DIR OUT_DIR EXISTING_COUNT NEW_COUNT}.
+ * Arguments: {@code DIR OUT_DIR EXISTING_COUNT NEW_COUNT [ALLOC_FREE_COUNT [FILE_SUFFIX]]}; the histograms'
+ * files are named {@code create-<kind>FILE_SUFFIX.hgrm}.
  */
 public final class RoundTripMain
 {
@@ -47,6 +51,8 @@ public final class RoundTripMain
         final Path out = Path.of(args[1]);
         final int existingCount = Integer.parseInt(args[2]);
         final int newCount = Integer.parseInt(args[3]);
+        final int allocFreeCount = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+        final String suffix = args.length > 5 ? args[5] : "";
         final Map<String, Object> result = new LinkedHashMap<>();
         try (MrdClient client = MrdClient.attach(dir);
             DaemonConnection connection = DaemonConnection.open(UnixSocket.connect(dir.resolve(MrdClient.SOCKET_FILE)),
@@ -81,7 +87,7 @@ public final class RoundTripMain
             }
             client.free(memory);
             put(result, "existing", existing);
-            write(out.resolve("create-existing.hgrm"), existing);
+            write(out.resolve("create-existing" + suffix + ".hgrm"), existing);
 
             final Histogram fresh = new Histogram(3_600_000_000_000L, 3);
             for (int i = -Math.min(50, newCount); i < newCount; i++)
@@ -97,7 +103,24 @@ public final class RoundTripMain
                 }
             }
             put(result, "new", fresh);
-            write(out.resolve("create-new.hgrm"), fresh);
+            write(out.resolve("create-new" + suffix + ".hgrm"), fresh);
+
+            if (allocFreeCount > 0)
+            {
+                final Histogram allocFree = new Histogram(3_600_000_000_000L, 3);
+                for (int i = -Math.max(200, allocFreeCount / 5); i < allocFreeCount; i++)
+                {
+                    final long start = System.nanoTime();
+                    client.free(client.allocate(AddressPattern.CHUNK));
+                    final long rtt = System.nanoTime() - start;
+                    if (i >= 0)
+                    {
+                        allocFree.recordValue(rtt);
+                    }
+                }
+                put(result, "allocfree", allocFree);
+                write(out.resolve("create-allocfree" + suffix + ".hgrm"), allocFree);
+            }
         }
         System.out.println(Handshake.result(result));
     }

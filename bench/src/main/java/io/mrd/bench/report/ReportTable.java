@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.OptionalDouble;
 
 /**
- * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14 (the buffer pool), its Java value, the C reference (or
+ * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14, its Java value, the C reference (or
  * the value it is compared with), the ratio, the target and whether it was met. Built from the joined result
  * lines ({@link ResultFile}); a measurement that is missing shows as such and fails its target. Targets come in
  * four kinds: a ceiling on a ratio of times (lower is better), a floor on a ratio of rates (higher is better:
@@ -31,6 +31,8 @@ public final class ReportTable
     public static final int[] POOL_SIZES = {4096, 65536, 1048576};
     /** Most a new 2 MiB registration's p50 may exceed the C reference's fresh 2 MiB mlock by, in µs. */
     public static final double NEW_REGISTRATION_MARGIN_US = 250;
+    /** Most a round trip's p50 with the event journal may be over its p50 without it. */
+    public static final double JOURNAL_MAX_RATIO = 1.05;
 
     static final String YES = "yes";
     static final String NO = "no";
@@ -83,6 +85,7 @@ public final class ReportTable
         rows.addAll(largeAllocations());
         rows.addAll(inFlight());
         rows.addAll(pool());
+        rows.addAll(journal());
         return rows;
     }
 
@@ -400,6 +403,53 @@ public final class ReportTable
         }
         final double r = java.getAsDouble() / ref.getAsDouble();
         return new Row(label, ns(java.getAsDouble()), ns(ref.getAsDouble()), ratio(r), target, yesNo(r <= maxRatio));
+    }
+
+    /**
+     * The event journal: the append cost of one event (no target: the issue sets none; beside it, as a scale,
+     * the ALLOC + FREE round trip it is appended on, without the journal), and the round trips of two fresh
+     * daemons, journal on and off, p50 against p50. A CREATE_MR of an existing MR journals nothing, so the
+     * requests that do (ALLOC + FREE: ALLOC, FREE and its memory event; a new registration: MR_CREATED) have rows
+     * of their own with the same target.
+     */
+    private List<Row> journal()
+    {
+        final List<Row> rows = new ArrayList<>();
+        final OptionalDouble one = value("java", "journalappend");
+        final OptionalDouble two = value("java", "journalappend2");
+        final OptionalDouble allocFreeOff = value("multi", "journal.off.allocfree.p50");
+        rows.add(new Row("journal append, per event, 1 thread (MappedEventJournal, 64 MiB on tmpfs)",
+            one.isPresent() ? ns(one.getAsDouble()) : "missing",
+            allocFreeOff.isPresent() ? "ALLOC + FREE round trip, journal off: p50 " + micros(allocFreeOff) + " µs" :
+                "missing",
+            one.isPresent() && allocFreeOff.isPresent() ? String.format(Locale.ROOT, "%.3f%% of it",
+                100 * one.getAsDouble() / (allocFreeOff.getAsDouble() * 1e3)) : NONE, NONE, NONE));
+        rows.add(new Row("journal append, per event, 2 threads appending at once",
+            two.isPresent() ? ns(two.getAsDouble()) : "missing", one.isPresent() ? "1 thread: " +
+            ns(one.getAsDouble()) : "missing",
+            one.isPresent() && two.isPresent() ? ratio(two.getAsDouble() / one.getAsDouble()) : NONE, NONE, NONE));
+        rows.add(journalOnOff("create round trip to an existing MR, journal on / off, p50 (journals nothing)",
+            "existing"));
+        rows.add(journalOnOff("ALLOC + FREE 2 MiB round trip, journal on / off, p50 (ALLOC, FREE, memory event)",
+            "allocfree"));
+        rows.add(journalOnOff("create round trip, new 2 MiB registration, journal on / off, p50 (MR_CREATED)",
+            "new"));
+        return rows;
+    }
+
+    private Row journalOnOff(final String label, final String kind)
+    {
+        final OptionalDouble on = value("multi", "journal.on." + kind + ".p50");
+        final OptionalDouble off = value("multi", "journal.off." + kind + ".p50");
+        final String target = "p50 ≤ " + ratio(JOURNAL_MAX_RATIO) + " off";
+        final String onText = on.isPresent() ? percentiles("multi", "journal.on." + kind) : "missing";
+        final String offText = off.isPresent() ? "off: " + percentiles("multi", "journal.off." + kind) : "missing";
+        if (on.isEmpty() || off.isEmpty())
+        {
+            return new Row(label, onText, offText, NONE, target, NO + " (missing)");
+        }
+        final double r = on.getAsDouble() / off.getAsDouble();
+        return new Row(label, onText, offText, ratio(r) + " (p50)", target, yesNo(r <= JOURNAL_MAX_RATIO));
     }
 
     /**

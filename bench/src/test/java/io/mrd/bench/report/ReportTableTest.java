@@ -223,4 +223,49 @@ class ReportTableTest
         assertEquals("1.50×", key.ratio());
         assertEquals("—", key.met(), "no target");
     }
+
+    // The event journal (issue 14) --------------------------------------------------------------------------
+
+    @Test
+    void journalAppendHasNoTargetAndStandsBesideTheRoundTripItIsAppendedOn()
+    {
+        put("java", "journalappend", 40);
+        put("java", "journalappend2", 100);
+        put("multi", "journal.off.allocfree.p50", 80);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row one = row(table, "journal append, per event, 1 thread");
+        assertEquals("40.0 ns", one.value());
+        assertEquals("ALLOC + FREE round trip, journal off: p50 80.0 µs", one.reference());
+        assertEquals("0.050% of it", one.ratio());
+        assertEquals("—", one.target());
+        assertEquals("—", one.met());
+        final Row two = row(table, "journal append, per event, 2 threads");
+        assertEquals("100 ns", two.value());
+        assertEquals("1 thread: 40.0 ns", two.reference());
+        assertEquals("2.50×", two.ratio());
+        assertEquals("—", two.met());
+    }
+
+    @Test
+    void journalOnOffRoundTripsCompareP50AgainstFivePercent()
+    {
+        put("multi", "journal.on.existing.p50", 21);
+        put("multi", "journal.off.existing.p50", 20);
+        put("multi", "journal.on.existing.p99", 50);
+        put("multi", "journal.on.allocfree.p50", 106);
+        put("multi", "journal.off.allocfree.p50", 100);
+        final ReportTable table = new ReportTable(results, 2);
+        final Row existing = row(table, "create round trip to an existing MR, journal on / off");
+        assertEquals("1.05× (p50)", existing.ratio());
+        assertEquals("p50 ≤ 1.05× off", existing.target());
+        assertEquals("yes", existing.met());
+        assertTrue(existing.value().startsWith("p50 21.0 / p99 50.0"), existing.value());
+        assertTrue(existing.reference().startsWith("off: p50 20.0"), existing.reference());
+        final Row allocFree = row(table, "ALLOC + FREE 2 MiB round trip, journal on / off");
+        assertEquals("1.06× (p50)", allocFree.ratio());
+        assertEquals("no", allocFree.met());
+        final Row fresh = row(table, "create round trip, new 2 MiB registration, journal on / off");
+        assertEquals("missing", fresh.value());
+        assertEquals("no (missing)", fresh.met());
+    }
 }

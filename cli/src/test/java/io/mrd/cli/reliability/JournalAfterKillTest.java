@@ -22,6 +22,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -29,9 +31,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The journal of a daemon killed with {@code kill -9} in the middle of two clients' ALLOC, CREATE_MR and FREE:
- * {@code mrd events} reads it to its end, and that end agrees with the last control-file state (every ACTIVE MR
- * has its MR_CREATED and no MR_DEREGISTERED after it; every allocated segment lies in an ALLOC of its owner, and
- * journal and control file disagree on at most the one request per client in flight at the kill). {@code mrd
+ * {@code mrd events} reads it to its end, and that end agrees with the last control-file state (replayed slot by
+ * slot, the MR events are a consistent history that leaves every MR slot as the control file shows it, range,
+ * lkey and owner included, or one step ahead of it for the steps in flight at the kill; every allocated segment
+ * lies in an ALLOC of its owner, and journal and control file disagree on at most the one request per client in
+ * flight at the kill). {@code mrd
  * start} on the directory keeps the old journal, which {@code mrd events --previous} still reads.
  */
 final class JournalAfterKillTest
@@ -62,8 +66,11 @@ final class JournalAfterKillTest
                     "500", "--warmup", "0", "--seed", Integer.toString(i + 1)), Map.of(), List.of()));
             }
             final Path journal = dir.resolve(JournalFileDescriptor.DIRECTORY);
-            ChildJvm.await("both clients freeing and creating MRs", WAIT, () -> count(journal,
-                JournalEventType.FREE) >= 2 * CLIENTS && count(journal, JournalEventType.MR_CREATED) >= 2 * CLIENTS);
+            // Long enough that MR slots have been deregistered and reused: the replay below then sees every
+            // step of an MR's life, several times over.
+            ChildJvm.await("both clients freeing and creating MRs, MRs deregistered", WAIT, () -> count(journal,
+                JournalEventType.FREE) >= 2 * CLIENTS && count(journal, JournalEventType.MR_CREATED) >= 8 * CLIENTS &&
+                count(journal, JournalEventType.MR_DEREGISTERED) >= 4 * CLIENTS);
             daemon.process.process().destroyForcibly();
             assertEquals(137, daemon.process.awaitExit(WAIT), "killed by SIGKILL");
             last = ControlFileSnapshot.read(daemon.ctl);
@@ -81,33 +88,77 @@ final class JournalAfterKillTest
         assertEquals(0, printed.exitCode(), printed.output());
         assertEquals(events.size(), printed.output().lines().count(), "one line per event");
 
-        // MRs: the journal, replayed, has every MR the control file shows ACTIVE, with its range and keys.
-        final Map<Integer, JournalEvent> liveMrs = new HashMap<>();
+        // MRs: the journal, replayed slot by slot, is a consistent history (each MR created in a free slot,
+        // detached while active, deregistered once detached, with the same range and keys throughout) and ends
+        // where the control file ends, but for the steps in flight at the kill: the journal records each step
+        // before the control file shows it, so it may be one step ahead of a slot, never behind or two ahead.
+        final Map<Integer, JournalEvent> lastOfSlot = new HashMap<>();
         for (final JournalEvent e : events)
         {
-            switch (e.type())
-            {
-                case MR_CREATED -> liveMrs.put(e.arg(), e);
-                case MR_DEREGISTERED -> liveMrs.remove(e.arg());
-                default -> { }
-            }
-        }
-        int active = 0;
-        for (final ControlFileSnapshot.Mr mr : last.mrs())
-        {
-            if (mr.state() != MrDescriptor.STATE_ACTIVE)
+            if (e.type() != JournalEventType.MR_CREATED && e.type() != JournalEventType.MR_DETACHED &&
+                e.type() != JournalEventType.MR_DEREGISTERED)
             {
                 continue;
             }
-            active++;
-            final JournalEvent created = liveMrs.get(mr.index());
-            assertNotNull(created, "ACTIVE MR " + mr.index() + " has no MR_CREATED without MR_DEREGISTERED after it");
-            assertEquals(mr.start(), created.address(), "MR " + mr.index() + " start");
-            assertEquals(mr.end() - mr.start(), created.length(), "MR " + mr.index() + " length");
-            assertEquals(mr.lkey(), created.lkey(), "MR " + mr.index() + " lkey");
-            assertEquals(mr.owner(), created.client(), "MR " + mr.index() + " owner");
+            final JournalEvent before = lastOfSlot.put(e.arg(), e);
+            final JournalEventType expected = switch (e.type())
+            {
+                case MR_CREATED -> JournalEventType.MR_DEREGISTERED;
+                case MR_DETACHED -> JournalEventType.MR_CREATED;
+                default -> JournalEventType.MR_DETACHED;
+            };
+            if (null == before)
+            {
+                assertEquals(JournalEventType.MR_CREATED, e.type(), "the first event of MR slot " + e.arg() + ": " + e);
+                continue;
+            }
+            assertEquals(expected, before.type(), "MR slot " + e.arg() + ": " + e + " after " + before);
+            if (e.type() != JournalEventType.MR_CREATED)
+            {
+                assertEquals(List.of(before.address(), before.length(), before.lkey(), before.client()),
+                    List.of(e.address(), e.length(), e.lkey(), e.client()), "MR slot " + e.arg() + "'s range, " +
+                    "lkey and owner from " + before + " to " + e);
+            }
+        }
+        final Map<Integer, ControlFileSnapshot.Mr> inControlFile = new HashMap<>();
+        last.mrs().forEach(mr -> inControlFile.put(mr.index(), mr));
+        int active = 0;
+        int createsAhead = 0;
+        final Set<Integer> slots = new TreeSet<>(lastOfSlot.keySet());
+        slots.addAll(inControlFile.keySet());
+        for (final int slot : slots)
+        {
+            final ControlFileSnapshot.Mr mr = inControlFile.get(slot);
+            final int state = null == mr ? MrDescriptor.STATE_FREE : mr.state();
+            final JournalEvent e = lastOfSlot.get(slot);
+            final int replayed = null == e ? MrDescriptor.STATE_FREE : switch (e.type())
+            {
+                case MR_CREATED -> MrDescriptor.STATE_ACTIVE;
+                case MR_DETACHED -> MrDescriptor.STATE_DETACHED;
+                default -> MrDescriptor.STATE_FREE;
+            };
+            active += state == MrDescriptor.STATE_ACTIVE ? 1 : 0;
+            final String what = "MR slot " + slot + ": the control file says " + MrDescriptor.stateName(state) +
+                ", the journal " + MrDescriptor.stateName(replayed) + " (its last event: " + e + ")";
+            if (state == replayed)
+            {
+                if (null != mr)
+                {
+                    assertEquals(List.of(mr.start(), mr.end() - mr.start(), mr.lkey(), mr.owner()),
+                        List.of(e.address(), e.length(), e.lkey(), e.client()), what + ": range, lkey, owner");
+                }
+                continue;
+            }
+            final boolean oneStepAhead = state == MrDescriptor.STATE_FREE && replayed == MrDescriptor.STATE_ACTIVE ||
+                state == MrDescriptor.STATE_ACTIVE && replayed == MrDescriptor.STATE_DETACHED ||
+                state == MrDescriptor.STATE_DETACHED && replayed == MrDescriptor.STATE_FREE;
+            assertTrue(oneStepAhead, what + ": not a step in flight at the kill");
+            createsAhead += state == MrDescriptor.STATE_FREE ? 1 : 0;
         }
         assertTrue(active > 0, "the kill found MRs");
+        // A client's worker thread has one CREATE_MR in flight at most.
+        assertTrue(createsAhead <= CLIENTS, createsAhead + " MRs journaled as created that the control file " +
+            "does not show");
 
         // Segments: each one the control file shows allocated was ALLOCated to its owner; the last ALLOC or FREE
         // of a segment agrees with the control file but for the requests in flight at the kill.

@@ -16,6 +16,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 
 import static io.mrd.layout.journal.JournalFileDescriptor.FILE_COUNT;
@@ -54,6 +57,9 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
             System.setProperty("chronicle.analytics.disable", "true");
         }
     }
+
+    private static final Set<PosixFilePermission> DIRECTORY_MODE = PosixFilePermissions.fromString("rwxr-x---");
+    private static final Set<PosixFilePermission> FILE_MODE = PosixFilePermissions.fromString("rw-r-----");
 
     private final Path dir;
     private final long fileLength;
@@ -95,11 +101,14 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
         final MappedEventJournal journal = new MappedEventJournal(dir, journalSize, clock);
         try
         {
-            Files.createDirectories(dir);
+            // The records name every client's ranges and keys: modes as the control file's, not the umask's.
+            Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(DIRECTORY_MODE));
+            Files.setPosixFilePermissions(dir, DIRECTORY_MODE);
             for (int i = 0; i < FILE_COUNT; i++)
             {
                 final Path file = dir.resolve(JournalFileDescriptor.fileName(i));
                 Files.deleteIfExists(file);
+                Files.createFile(file, PosixFilePermissions.asFileAttribute(FILE_MODE));
                 final MappedBytes bytes = MappedBytes.singleMappedBytes(file.toFile(), journal.fileLength);
                 bytes.singleThreadedCheckDisabled(true);
                 journal.files[i] = bytes;
