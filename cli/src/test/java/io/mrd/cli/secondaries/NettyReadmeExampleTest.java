@@ -1,6 +1,5 @@
 package io.mrd.cli.secondaries;
 
-import io.mrd.cli.ProjectRoot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
@@ -8,9 +7,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -70,15 +66,6 @@ final class NettyReadmeExampleTest
     @Test
     void readmeShowsTheExampleVerbatim() throws IOException
     {
-        final Path root = ProjectRoot.path();
-        final List<String> code = ReadmeExampleTest.between(Files.readAllLines(root.resolve(SOURCE),
-            StandardCharsets.UTF_8), ReadmeExampleTest.BEGIN, ReadmeExampleTest.END, SOURCE);
-        final List<String> block = ReadmeExampleTest.between(Files.readAllLines(root.resolve("README.md"),
-            StandardCharsets.UTF_8), README_BEGIN, ReadmeExampleTest.README_END, "README.md");
-        assertTrue(block.size() >= 2 && block.getFirst().equals("```java") && block.getLast().equals("```"),
-            "README.md: the example after " + README_BEGIN + " must be one ```java block");
-        assertEquals(String.join("\n", code), String.join("\n", block.subList(1, block.size() - 1)),
-            "README.md must show " + SOURCE + " between " + ReadmeExampleTest.BEGIN + " and " +
-            ReadmeExampleTest.END + " verbatim; paste it again");
+        ReadmeExampleTest.assertReadmeShows(SOURCE, README_BEGIN);
     }
 }

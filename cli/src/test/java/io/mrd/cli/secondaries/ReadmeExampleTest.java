@@ -70,16 +70,25 @@ final class ReadmeExampleTest
     @Test
     void readmeShowsTheExampleVerbatim() throws IOException
     {
+        assertReadmeShows(SOURCE, README_BEGIN);
+    }
+
+    /**
+     * Asserts that README.md shows the code of {@code source} between {@link #BEGIN} and {@link #END} verbatim,
+     * as one java block after the line {@code readmeBegin} (and before {@link #README_END}).
+     */
+    static void assertReadmeShows(final String source, final String readmeBegin) throws IOException
+    {
         final Path root = ProjectRoot.path();
-        final List<String> code = between(Files.readAllLines(root.resolve(SOURCE), StandardCharsets.UTF_8), BEGIN, END,
-            SOURCE);
+        final List<String> code = between(Files.readAllLines(root.resolve(source), StandardCharsets.UTF_8), BEGIN, END,
+            source);
         final List<String> block = between(Files.readAllLines(root.resolve("README.md"), StandardCharsets.UTF_8),
-            README_BEGIN, README_END, "README.md");
+            readmeBegin, README_END, "README.md");
         assertTrue(block.size() >= 2 && block.getFirst().equals("```java") && block.getLast().equals("```"),
-            "README.md: the example between " + README_BEGIN + " and " + README_END + " must be one ```java block");
+            "README.md: the example between " + readmeBegin + " and " + README_END + " must be one ```java block");
         final List<String> shown = block.subList(1, block.size() - 1);
         assertEquals(String.join("\n", code), String.join("\n", shown),
-            "README.md must show " + SOURCE + " between " + BEGIN + " and " + END + " verbatim; paste it again");
+            "README.md must show " + source + " between " + BEGIN + " and " + END + " verbatim; paste it again");
     }
 
     /**
