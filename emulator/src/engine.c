@@ -238,6 +238,25 @@ static enum ibv_wc_opcode send_wc_opcode(uint32_t op)
 	}
 }
 
+/*
+ * The fields every CQE of qp has: which queue (0 send, 1 receive) and the consumer index its poll retires the
+ * queue to, besides the work completion's own.
+ */
+static void init_cqe(struct emu_cqe *c, const struct emu_qp_entry *qp, uint32_t queue, uint32_t retire_to,
+		     uint64_t wr_id, enum ibv_wc_status status, enum ibv_wc_opcode opcode, uint32_t byte_len)
+{
+	memset(c, 0, sizeof(*c));
+	c->wc.wr_id = wr_id;
+	c->wc.status = status;
+	c->wc.opcode = opcode;
+	c->wc.byte_len = byte_len;
+	c->wc.qp_num = qp->qp_num;
+	c->qp_index = emu_qpn_index(qp->qp_num);
+	c->qp_epoch = qp->epoch;
+	c->queue = queue;
+	c->retire_to = retire_to;
+}
+
 /* Completes the send queue's head WR: a CQE if signaled or failed, then the slot moves on. */
 static void complete_send(struct emu_shared *sh, struct emu_qp_entry *qp, const struct emu_swqe *w,
 			  enum ibv_wc_status status, uint32_t byte_len)
@@ -247,16 +266,7 @@ static void complete_send(struct emu_shared *sh, struct emu_qp_entry *qp, const 
 	if (status != IBV_WC_SUCCESS || w->signaled) {
 		struct emu_cqe c;
 
-		memset(&c, 0, sizeof(c));
-		c.wc.wr_id = w->wr_id;
-		c.wc.status = status;
-		c.wc.opcode = send_wc_opcode(w->opcode);
-		c.wc.byte_len = byte_len;
-		c.wc.qp_num = qp->qp_num;
-		c.qp_index = emu_qpn_index(qp->qp_num);
-		c.qp_epoch = qp->epoch;
-		c.queue = 0;
-		c.retire_to = cons + 1;
+		init_cqe(&c, qp, 0, cons + 1, w->wr_id, status, send_wc_opcode(w->opcode), byte_len);
 		push_cqe(sh, qp, qp->send_cq, &c);
 	}
 	atomic_store_explicit(&qp->sq.cons, cons + 1, memory_order_release);
@@ -272,21 +282,12 @@ static void complete_recv(struct emu_shared *sh, struct emu_qp_entry *qp, const 
 	uint32_t cons = atomic_load_explicit(&qp->rq.cons, memory_order_relaxed);
 	struct emu_cqe c;
 
-	memset(&c, 0, sizeof(c));
-	c.wc.wr_id = r->wr_id;
-	c.wc.status = status;
-	c.wc.opcode = opcode;
-	c.wc.byte_len = byte_len;
-	c.wc.qp_num = qp->qp_num;
+	init_cqe(&c, qp, 1, cons + 1, r->wr_id, status, opcode, byte_len);
 	c.wc.src_qp = src_qp;
 	if (w && (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
 		c.wc.wc_flags = IBV_WC_WITH_IMM;
 		c.wc.imm_data = w->imm;
 	}
-	c.qp_index = emu_qpn_index(qp->qp_num);
-	c.qp_epoch = qp->epoch;
-	c.queue = 1;
-	c.retire_to = cons + 1;
 	push_cqe(sh, qp, qp->recv_cq, &c);
 	atomic_store_explicit(&qp->rq.cons, cons + 1, memory_order_release);
 	if (status != IBV_WC_SUCCESS)
