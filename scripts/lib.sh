@@ -15,10 +15,6 @@
 #                        <mrd.jvm.flags> in pom.xml differ
 #   mrd_maven_env        export JAVA_HOME and MAVEN_OPTS for running mvn
 #   mrd_hugepages_free   print free 2 MiB hugepages (0 if the kernel has none)
-#   mrd_build_emulator   build emulator/target/libmrdemu.so (the emulated RDMA
-#                        device) if missing or older than its sources, print
-#                        its path; without gcc or libibverbs-dev print one line
-#                        to stderr and return 1
 
 if [[ -n "${MRD_LIB_SOURCED:-}" ]]; then
   return 0
@@ -175,35 +171,4 @@ mrd_maven_env() {
   if [[ " ${MAVEN_OPTS:-} " != *" --sun-misc-unsafe-memory-access="* ]]; then
     export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }--sun-misc-unsafe-memory-access=allow"
   fi
-}
-
-# The emulated RDMA device, built as io.mrd.testing.EmulatedDevice builds it
-# for the tests, into the same file: a build by either serves both. Point
-# MRD_IBVERBS_LIBRARY at the printed path to run mrd on it.
-mrd_build_emulator() {
-  local root src out tmp
-  root="$(mrd_root)"
-  src="$root/emulator/src"
-  out="$root/emulator/target/libmrdemu.so"
-  if ! command -v gcc > /dev/null 2>&1; then
-    echo "mrd: the emulated RDMA device needs gcc (apt-get install gcc)" >&2
-    return 1
-  fi
-  if [[ ! -f /usr/include/infiniband/verbs.h ]]; then
-    echo "mrd: the emulated RDMA device needs /usr/include/infiniband/verbs.h (apt-get install libibverbs-dev)" >&2
-    return 1
-  fi
-  if [[ -f "$out" ]] && [[ -z "$(find "$src" -newer "$out" -print -quit)" ]]; then
-    printf '%s\n' "$out"
-    return 0
-  fi
-  mkdir -p "$(dirname "$out")"
-  tmp="$out.tmp$$"
-  if ! gcc -O2 -Wall -Werror -shared -fPIC -pthread -o "$tmp" "$src"/*.c; then
-    rm -f "$tmp"
-    echo "mrd: building the emulated RDMA device ($src) failed" >&2
-    return 1
-  fi
-  mv -f "$tmp" "$out"
-  printf '%s\n' "$out"
 }

@@ -177,8 +177,10 @@ public final class DemoCommand implements Callable<Integer>
             emulator.toString() : null;
         if (null == library)
         {
+            final String why = System.getenv("MRD_EMULATOR_UNAVAILABLE");
             progress("RDMA between two workers: skipped, no device library (MRD_IBVERBS_LIBRARY is unset and " +
-                emulator + " is not built: scripts/mrd demo builds it when gcc and libibverbs-dev are installed)");
+                emulator + " is not built: " + (null != why && !why.isBlank() ? why :
+                "scripts/mrd emulator builds it") + ")");
             return;
         }
         progress("two workers RDMA-write into each other's buffers (" + library + ")");
@@ -215,6 +217,7 @@ public final class DemoCommand implements Callable<Integer>
                     r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
                     r.path("protectionErrors").asLong(), r.path("staleKeyRefusals").asLong(),
                     r.path("staleKeyRequests").asLong());
+                requireCorrectRdma(worker.name, r);
             }
         }
         finally
@@ -227,6 +230,25 @@ public final class DemoCommand implements Callable<Integer>
             {
                 deleteTree(rdmaDir);
             }
+        }
+    }
+
+    /**
+     * The RDMA step proves mrd's keys only if data moved, every byte arrived right, no live key was refused and
+     * every stale key was: anything else fails the demo.
+     */
+    private static void requireCorrectRdma(final String worker, final JsonNode r)
+    {
+        final long ops = r.path("rdmaOps").asLong();
+        final long wrong = r.path("wrongBytes").asLong();
+        final long protection = r.path("protectionErrors").asLong();
+        final long staleRequests = r.path("staleKeyRequests").asLong();
+        final long staleRefusals = r.path("staleKeyRefusals").asLong();
+        if (0 == ops || 0 != wrong || 0 != protection || staleRefusals != staleRequests)
+        {
+            throw new MrdException(ErrorCode.EIO, "RDMA worker " + worker + ": " + ops + " operations, " + wrong +
+                " wrong bytes, " + protection + " protection errors on live keys, " + staleRefusals + " of " +
+                staleRequests + " stale keys refused (expected > 0, 0, 0, all)");
         }
     }
 

@@ -19,17 +19,18 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * The emulated RDMA device ({@code emulator/}): a C library with libibverbs' ABI that daemons and secondaries load
  * in place of {@code libibverbs.so.1} through {@value #LIBRARY_ENV}, built here for the tests that need it.
  * <p>
- * The library is compiled into {@code <project>/emulator/target/libmrdemu.so} with
- * {@code gcc -O2 -Wall -Werror -shared -fPIC -pthread} the first time a test asks for it in a build, and again only
- * when a source is newer; concurrent test JVMs share one build (a file lock, then an atomic rename). It needs gcc
- * and Debian's libibverbs-dev ({@code <infiniband/verbs.h>}); without them the calling test is skipped with one
- * line naming what is missing, unless {@code CI=true} or {@code MRD_REQUIRE_EMULATOR=1}, where it fails.
+ * The library is built by {@code emulator/build}, the one recipe that {@code scripts/mrd} uses too: into
+ * {@code <project>/emulator/target/libmrdemu.so}, again only when a source is newer, one build at a time across
+ * processes. It needs gcc and rdma-core's {@code <infiniband/verbs.h>}, which the script fetches into
+ * {@code emulator/target} (no root) when the system lacks it. When neither can be had, the calling test is skipped
+ * with the one line the script printed, unless {@code CI=true} or {@code MRD_REQUIRE_EMULATOR=1}, where it fails.
+ * The tests' own C programs ({@link #testProgram()}, {@link #verbsLayout()}, {@link VerbsHeader}) compile with
+ * the same header, through {@link #cflags()}.
  */
 public final class EmulatedDevice
 {
@@ -40,10 +41,13 @@ public final class EmulatedDevice
     /** The name of the first (by default only) emulated device. */
     public static final String DEVICE_NAME = "mrdemu0";
 
-    private static final Path HEADER = Path.of("/usr/include/infiniband/verbs.h");
     private static final long BUILD_TIMEOUT_SECONDS = 180;
 
+    /** emulator/build's exit status when gcc or the verbs header cannot be had (its one stderr line says why). */
+    private static final int EQUIPMENT_UNAVAILABLE = 3;
+
     private static Path library;
+    private static List<String> cflags;
     private static Path testProgram;
     private static Map<String, Long> layout;
 
@@ -58,14 +62,23 @@ public final class EmulatedDevice
     {
         if (null == library)
         {
-            final Path root = emulatorRoot();
-            final List<Path> sources = files(root.resolve("src"));
-            final List<String> command = new ArrayList<>(List.of(
-                "gcc", "-O2", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread", "-o", "{out}"));
-            sources.stream().filter(p -> p.toString().endsWith(".c")).forEach(p -> command.add(p.toString()));
-            library = build(root.resolve("target/libmrdemu.so"), sources, command);
+            final List<String> printed = runBuildScript().lines().toList();
+            library = Path.of(printed.getLast().strip());
         }
         return library;
+    }
+
+    /**
+     * @return the gcc flags that find {@code <infiniband/verbs.h>} ({@code emulator/build --cflags}): none when the
+     * system has it, else {@code -I} the copy fetched into {@code emulator/target}.
+     */
+    public static synchronized List<String> cflags()
+    {
+        if (null == cflags)
+        {
+            cflags = runBuildScript("--cflags").lines().map(String::strip).filter(line -> !line.isEmpty()).toList();
+        }
+        return cflags;
     }
 
     /**
@@ -81,10 +94,12 @@ public final class EmulatedDevice
             final List<Path> inputs = new ArrayList<>(files(root.resolve("test")));
             inputs.add(lib);
             inputs.add(root.resolve("src/mrdemu.h"));
-            testProgram = build(root.resolve("target/mrdemu_test"), inputs, List.of(
-                "gcc", "-O1", "-g", "-Wall", "-Werror", "-pthread", "-o", "{out}",
-                root.resolve("test/mrdemu_test.c").toString(), lib.toString(),
+            final List<String> command = new ArrayList<>(List.of(
+                "gcc", "-O1", "-g", "-Wall", "-Werror", "-pthread"));
+            command.addAll(cflags());
+            command.addAll(List.of("-o", "{out}", root.resolve("test/mrdemu_test.c").toString(), lib.toString(),
                 "-Wl,-rpath," + lib.getParent()));
+            testProgram = build(root.resolve("target/mrdemu_test"), inputs, command);
         }
         return testProgram;
     }
@@ -100,9 +115,11 @@ public final class EmulatedDevice
         if (null == layout)
         {
             final Path root = emulatorRoot();
+            final List<String> command = new ArrayList<>(List.of("gcc", "-O0", "-Wall", "-Werror"));
+            command.addAll(cflags());
+            command.addAll(List.of("-o", "{out}", root.resolve("test/verbs_layout.c").toString()));
             final Path program = build(root.resolve("target/verbs_layout"), List.of(
-                root.resolve("test/verbs_layout.c")), List.of(
-                "gcc", "-O0", "-Wall", "-Werror", "-o", "{out}", root.resolve("test/verbs_layout.c").toString()));
+                root.resolve("test/verbs_layout.c")), command);
             final Map<String, Long> values = new LinkedHashMap<>();
             for (final String line : run(List.of(program.toString())).split("\n"))
             {
@@ -161,26 +178,68 @@ public final class EmulatedDevice
             ": run the tests from the mrd checkout");
     }
 
-    private static void requireToolchain()
+    /**
+     * Runs {@code emulator/build ARGS} and returns what it printed on stdout; skips (or, where the device is
+     * required, fails) the calling test with the script's one line when the equipment cannot be had.
+     */
+    private static String runBuildScript(final String... args)
     {
-        final boolean haveHeader = Files.isRegularFile(HEADER);
-        final boolean haveGcc = onPath("gcc");
-        if (haveHeader && haveGcc)
+        final List<String> command = new ArrayList<>();
+        command.add(emulatorRoot().resolve("build").toString());
+        command.addAll(List.of(args));
+        try
         {
-            return;
+            final Path stderr = Files.createTempFile("emulator-build", ".err");
+            try
+            {
+                final Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+                final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                if (!process.waitFor(BUILD_TIMEOUT_SECONDS, TimeUnit.SECONDS))
+                {
+                    process.destroyForcibly();
+                    fail(String.join(" ", command) + " did not finish within " + BUILD_TIMEOUT_SECONDS + " s");
+                }
+                final List<String> errors = Files.readAllLines(stderr);
+                if (EQUIPMENT_UNAVAILABLE == process.exitValue())
+                {
+                    final String why = errors.isEmpty() ? "emulator/build exited with " + EQUIPMENT_UNAVAILABLE :
+                        errors.getLast();
+                    Equipment.unavailable(why, required(), "CI=true or MRD_REQUIRE_EMULATOR=1");
+                }
+                if (0 != process.exitValue())
+                {
+                    fail(String.join(" ", command) + " failed (exit " + process.exitValue() + "):\n" +
+                        String.join("\n", errors));
+                }
+                return output;
+            }
+            finally
+            {
+                Files.deleteIfExists(stderr);
+            }
         }
-        final String missing = (haveHeader ? "" : HEADER + " (apt-get install libibverbs-dev) ") +
-            (haveGcc ? "" : "gcc (apt-get install gcc)");
-        if ("true".equalsIgnoreCase(System.getenv("CI")) || "1".equals(System.getenv("MRD_REQUIRE_EMULATOR")))
+        catch (final IOException ex)
         {
-            fail("the emulated RDMA device cannot be built, missing " + missing.trim());
+            throw new UncheckedIOException("cannot run " + command, ex);
         }
-        abort("emulated RDMA device not built, missing " + missing.trim());
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted running " + command, ex);
+        }
+    }
+
+    /**
+     * @return whether a test that needs the device must fail rather than skip without it: in CI, which installs
+     * everything the device needs, and wherever {@code MRD_REQUIRE_EMULATOR=1}.
+     */
+    static boolean required()
+    {
+        return "true".equalsIgnoreCase(System.getenv("CI")) || "1".equals(System.getenv("MRD_REQUIRE_EMULATOR"));
     }
 
     private static Path build(final Path output, final List<Path> inputs, final List<String> command)
     {
-        requireToolchain();
         try
         {
             Files.createDirectories(output.getParent());
@@ -262,18 +321,5 @@ public final class EmulatedDevice
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted running " + command.getFirst(), ex);
         }
-    }
-
-    private static boolean onPath(final String program)
-    {
-        final String path = System.getenv().getOrDefault("PATH", "/usr/bin:/bin");
-        for (final String dir : path.split(":"))
-        {
-            if (Files.isExecutable(Path.of(dir.isEmpty() ? "." : dir, program)))
-            {
-                return true;
-            }
-        }
-        return false;
     }
 }
