@@ -8,6 +8,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.RunDirectory;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Equipment;
 import io.mrd.testing.TestDirs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -55,7 +56,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 final class CommandLineErrorsTest
 {
     private static final int NOBODY = 65534;
-    private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
     private static final AtomicInteger FRESH = new AtomicInteger();
     /** What a failure line starts with: the command, then the errno. */
     private static final Pattern ONE_LINE = Pattern.compile("^mrd( [a-z]+)?: E[A-Z]+: \\S");
@@ -501,13 +501,13 @@ final class CommandLineErrorsTest
     @MethodSource("otherUserRows")
     void asAnotherUser(final Row row) throws IOException
     {
-        assumeTrue(Posix.getuid() == 0, "needs root to run a command as another uid");
-        assumeTrue(Files.isExecutable(SETPRIV), "needs " + SETPRIV);
+        Equipment.root("run a command as another uid");
+        Equipment.program("setpriv");
         final Path fresh = fresh();
         setLiveMode(row.liveMode());
         try
         {
-            final List<String> setpriv = List.of(SETPRIV.toString(), "--reuid", String.valueOf(NOBODY), "--regid",
+            final List<String> setpriv = List.of(Equipment.program("setpriv").toString(), "--reuid", String.valueOf(NOBODY), "--regid",
                 String.valueOf(NOBODY), "--clear-groups");
             assertOneLine(row, MrdRunner.process(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
                 fresh);

@@ -56,6 +56,10 @@ public final class ChildJvm implements AutoCloseable
         final List<String> extraJvmFlags)
     {
         final List<String> command = new ArrayList<>();
+        // A shell without job control starts background jobs with SIGINT ignored, and an ignored signal stays
+        // ignored across exec: the JVM then never exits on SIGINT. env(1) restores the default before it execs
+        // the JVM (same pid), so a child behaves as a foreground command wherever the tests were started.
+        command.addAll(List.of("env", "--default-signal=INT"));
         command.add(ProcessHandle.current().info().command().orElse(
             Path.of(System.getProperty("java.home"), "bin", "java").toString()));
         command.addAll(jvmFlags());

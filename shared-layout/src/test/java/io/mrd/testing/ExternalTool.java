@@ -2,21 +2,17 @@ package io.mrd.testing;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * A program from the host (promtool, systemd-analyze) that a test runs when it is installed.
  * <p>
- * A test skips when the program is missing, unless {@code MRD_REQUIRE_TOOLS} names it (comma-separated; .ci/run
- * sets it for what it installed): then a missing program fails the test instead of hiding a gap in CI.
+ * A missing program skips the test, or fails it where {@code MRD_REQUIRE_TOOLS} names it ({@link Equipment#program}).
  */
 public final class ExternalTool
 {
@@ -34,27 +30,11 @@ public final class ExternalTool
 
     /**
      * @param name a program looked up in {@code $PATH}.
-     * @return the tool; the calling test is skipped (or fails, see the class comment) when it is missing.
+     * @return the tool; the calling test is skipped (or fails, see {@link Equipment#program}) when it is missing.
      */
     public static ExternalTool require(final String name)
     {
-        final String path = System.getenv().getOrDefault("PATH", "/usr/bin:/bin");
-        for (final String dir : path.split(":"))
-        {
-            final Path candidate = Path.of(dir.isEmpty() ? "." : dir, name);
-            if (Files.isExecutable(candidate))
-            {
-                return new ExternalTool(candidate);
-            }
-        }
-        final String required = System.getenv().getOrDefault("MRD_REQUIRE_TOOLS", "");
-        if (Arrays.asList(required.split(",")).contains(name))
-        {
-            fail(name + " is not installed but MRD_REQUIRE_TOOLS=" + required + " requires it");
-        }
-        assumeTrue(false, name + " is not installed: skipped (install it, or set MRD_REQUIRE_TOOLS=" + name +
-            " to make this a failure)");
-        throw new AssertionError("unreachable");
+        return new ExternalTool(Equipment.program(name));
     }
 
     /**

@@ -18,6 +18,7 @@ import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrdClient;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Equipment;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -60,8 +61,6 @@ final class SecurityTest
     static final Duration WAIT = Duration.ofSeconds(60);
     private static final long SEGMENT = 2 * Sizes.MIB;
     private static final int NOBODY = 65534;
-    private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
-    private static final Path PYTHON = Path.of("/usr/bin/python3");
     /**
      * argv: "read PATH" prints READABLE or EACCES; "connect SOCKET HEX" prints EACCES, or the frames that come
      * back in hex, one a line, then EOF.
@@ -436,9 +435,9 @@ final class SecurityTest
     @Test
     void aPeerOfAnotherUidIsKeptOutOfADaemonStartedByMrdStart() throws Exception
     {
-        assumeTrue(Posix.getuid() == 0, "needs root to start a peer of another uid");
-        assumeTrue(Files.isExecutable(SETPRIV), "needs " + SETPRIV);
-        assumeTrue(Files.isExecutable(PYTHON), "needs " + PYTHON);
+        Equipment.root("start a peer of another uid");
+        Equipment.program("setpriv");
+        Equipment.program("python3");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         for (Path parent = dir.getParent(); null != parent; parent = parent.getParent())
         {
@@ -496,8 +495,8 @@ final class SecurityTest
 
     private List<String> runAsNobody(final String... args) throws Exception
     {
-        final List<String> command = new ArrayList<>(List.of(SETPRIV.toString(), "--reuid", String.valueOf(NOBODY),
-            "--regid", String.valueOf(NOBODY), "--clear-groups", PYTHON.toString(), "-c", NOBODY_CLIENT));
+        final List<String> command = new ArrayList<>(List.of(Equipment.program("setpriv").toString(), "--reuid", String.valueOf(NOBODY),
+            "--regid", String.valueOf(NOBODY), "--clear-groups", Equipment.program("python3").toString(), "-c", NOBODY_CLIENT));
         command.addAll(List.of(args));
         final Path err = scratch.resolve("nobody.err");
         final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();

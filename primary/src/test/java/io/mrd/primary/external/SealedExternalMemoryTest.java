@@ -10,6 +10,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Equipment;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.Invariants;
 import org.junit.jupiter.api.AfterEach;
@@ -284,7 +285,8 @@ class SealedExternalMemoryTest
         }
         catch (final MrdException ex)
         {
-            assumeTrue(false, "no hugetlbfs memfd here: " + ex.getMessage());
+            Equipment.unavailable("no hugetlbfs memfd here: " + ex.getMessage() + "; run 'scripts/setup-hugepages 64' " +
+                "as root", Equipment.hugePagesRequired(), Equipment.REQUIRE_HUGEPAGES_ENV + "=1");
             return;
         }
         if (freeHugepageBytes() >= LENGTH)

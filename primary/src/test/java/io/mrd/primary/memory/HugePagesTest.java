@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.Equipment;
 import io.mrd.testing.TestDirs;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
@@ -178,11 +179,7 @@ class HugePagesTest
             final String why = "no writable 2MiB hugetlbfs mount with " + pages + " available pages (" +
                 HugePages.describePool() + ", mounts " + HugePages.hugetlbfsMounts() + "); run '" +
                 HugePages.SETUP_SCRIPT + " 64' as root";
-            if ("1".equals(System.getenv("MRD_REQUIRE_HUGEPAGES")))
-            {
-                fail("MRD_REQUIRE_HUGEPAGES=1 but " + why);
-            }
-            assumeTrue(false, why);
+            Equipment.unavailable(why, Equipment.hugePagesRequired(), Equipment.REQUIRE_HUGEPAGES_ENV + "=1");
         }
         return dir.orElseThrow();
     }

@@ -2,6 +2,7 @@ package io.mrd.primary.provider;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.sys.Posix;
+import io.mrd.testing.Equipment;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
@@ -178,7 +179,7 @@ final class PagePopulatorTest
     @Test
     void hugePagesArePopulatedWholeFromSeveralThreads()
     {
-        Assumptions.assumeTrue(freeHugePages() >= 8, "fewer than 8 free 2 MiB hugepages");
+        Equipment.freeHugePages(8, "run 'scripts/setup-hugepages 64' as root");
         final int fd = Posix.memfdCreate("populate-test-huge", Posix.MFD_CLOEXEC | Posix.MFD_HUGETLB);
         final long length = 16 * MIB;
         try
@@ -289,19 +290,6 @@ final class PagePopulatorTest
     private static long pattern(final long offset)
     {
         return 0x5EED_0000_0000_0000L | offset;
-    }
-
-    private static long freeHugePages()
-    {
-        try
-        {
-            return Long.parseLong(Files.readString(
-                Path.of("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")).trim());
-        }
-        catch (final IOException | NumberFormatException ex)
-        {
-            return 0;
-        }
     }
 
     private static boolean kernelAtLeast(final int major, final int minor)

@@ -4,7 +4,7 @@ import io.mrd.layout.Access;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
-import org.junit.jupiter.api.Assumptions;
+import io.mrd.testing.Equipment;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -41,8 +41,7 @@ final class RlimitMemlockTest
         final List<String> command = new ArrayList<>();
         if (0 == Posix.getuid() || hasIpcLock())
         {
-            Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/setpriv")),
-                "setpriv (util-linux) is needed to drop CAP_IPC_LOCK from the child");
+            Equipment.program("setpriv");
             command.addAll(List.of("/usr/bin/setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock"));
         }
         command.addAll(List.of("/bin/sh", "-c", "ulimit -S -l 1024 && exec \"$@\"", "sh"));

@@ -8,6 +8,7 @@ import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
+import io.mrd.testing.Equipment;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,8 +39,6 @@ class PeerCredentialsTest
 {
     private static final long BASE = ServerFixture.base(3);
     private static final int NOBODY = 65534;
-    private static final Path SETPRIV = Path.of("/usr/bin/setpriv");
-    private static final Path PYTHON = Path.of("/usr/bin/python3");
     /** Connects, sends argv[2] (hex) if given, prints the first argv[3] (default 1) frames that come back, in hex. */
     private static final String CLIENT = String.join("\n",
         "import socket, sys",
@@ -109,9 +108,9 @@ class PeerCredentialsTest
 
     private static void assumeCanChangeUid()
     {
-        assumeTrue(Posix.getuid() == 0, "needs root to start a peer of another uid");
-        assumeTrue(Files.isExecutable(SETPRIV), "needs " + SETPRIV);
-        assumeTrue(Files.isExecutable(PYTHON), "needs " + PYTHON);
+        Equipment.root("start a peer of another uid");
+        Equipment.program("setpriv");
+        Equipment.program("python3");
     }
 
     private void openUp(final ServerFixture fixture) throws IOException
@@ -128,8 +127,8 @@ class PeerCredentialsTest
     private List<Frame> runAsNobody(final ServerFixture fixture, final String sendHex, final int frames)
         throws Exception
     {
-        final List<String> command = new ArrayList<>(List.of(SETPRIV.toString(), "--reuid",
-            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups", PYTHON.toString(), "-c",
+        final List<String> command = new ArrayList<>(List.of(Equipment.program("setpriv").toString(), "--reuid",
+            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups", Equipment.program("python3").toString(), "-c",
             CLIENT, fixture.socket().toString(), null == sendHex ? "" : sendHex, String.valueOf(frames)));
         final Path err = dir.resolve("child.err");
         final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();
