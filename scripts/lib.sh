@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # scripts/lib.sh — helpers shared by scripts/mrd, scripts/test, scripts/bench,
-# scripts/setup-hugepages and .ci/run. Source it; do not run it.
+# scripts/install, scripts/setup-hugepages, examples/run and .ci/run. Source
+# it; do not run it.
 #
 #   source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 #
@@ -14,6 +15,8 @@
 #   mrd_check_jvm_flags  fail (with the difference) if scripts/jvm-flags and
 #                        <mrd.jvm.flags> in pom.xml differ
 #   mrd_maven_env        export JAVA_HOME and MAVEN_OPTS for running mvn
+#   mrd_project_version  print the version of the root pom.xml (0.1.0-SNAPSHOT),
+#                        which scripts/install installs and examples/ depends on
 #   mrd_hugepages_free   print free 2 MiB hugepages (0 if the kernel has none)
 
 if [[ -n "${MRD_LIB_SOURCED:-}" ]]; then
@@ -171,4 +174,18 @@ mrd_maven_env() {
   if [[ " ${MAVEN_OPTS:-} " != *" --sun-misc-unsafe-memory-access="* ]]; then
     export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }--sun-misc-unsafe-memory-access=allow"
   fi
+}
+# Prints the version in the root pom.xml: the <version> right after
+# <artifactId>mrd-parent</artifactId>. On failure prints one line to stderr and
+# returns 1.
+mrd_project_version() {
+  local pom text
+  pom="$(mrd_root)/pom.xml"
+  text="$(< "$pom")"
+  if [[ "$text" =~ \<artifactId\>mrd-parent\</artifactId\>[[:space:]]*\<version\>([^<]+)\</version\> ]]; then
+    printf '%s\n' "${BASH_REMATCH[1]}"
+    return 0
+  fi
+  echo "mrd: no <version> after <artifactId>mrd-parent</artifactId> in $pom" >&2
+  return 1
 }

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -21,13 +22,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * README.md's "Using mrd from a JVM worker" example: {@link ReadmeExample} runs against a real daemon, and
- * the README shows exactly its code, so the two cannot drift apart.
+ * README.md's "Using mrd from a JVM worker" example, {@code examples/}' ReadmeExample: it runs against a real
+ * daemon, the README shows exactly its code, and {@code examples/pom.xml} depends on this version of mrd, so
+ * that the three cannot drift apart.
  */
 final class ReadmeExampleTest
 {
     private static final long BASE_VIRTADDR = 0x2B40_0000_0000L;
-    static final String SOURCE = "cli/src/test/java/io/mrd/cli/secondaries/ReadmeExample.java";
+    static final String SOURCE = "examples/src/main/java/com/example/ReadmeExample.java";
+    private static final String EXAMPLES_POM = "examples/pom.xml";
     static final String BEGIN = "// README-BEGIN";
     static final String END = "// README-END";
     static final String README_BEGIN = "<!-- example:ReadmeExample -->";
@@ -50,7 +53,11 @@ final class ReadmeExampleTest
     {
         daemon = LiveDaemon.start("readme", BASE_VIRTADDR, "--max-memory", "128MiB");
         final String output;
-        try (ChildJvm example = ChildJvm.start("readme-example", ReadmeExample.class, List.of(daemon.dir().toString())))
+        // The one copy of the example is examples/' (a project of its own, outside this build): java's
+        // source-file mode compiles it against this class path, as examples/run does against the installed jars.
+        final String source = ProjectRoot.path().resolve(SOURCE).toString();
+        try (ChildJvm example = ChildJvm.start("readme-example", source, List.of(daemon.dir().toString()), Map.of(),
+            List.of()))
         {
             final int exit = example.awaitExit(LiveDaemon.TIMEOUT);
             output = example.output();
@@ -71,6 +78,24 @@ final class ReadmeExampleTest
     void readmeShowsTheExampleVerbatim() throws IOException
     {
         assertReadmeShows(SOURCE, README_BEGIN);
+    }
+
+    @Test
+    void examplesDependOnThisVersion() throws IOException
+    {
+        final Path root = ProjectRoot.path();
+        final String project = firstGroup(root.resolve("pom.xml"),
+            "<artifactId>mrd-parent</artifactId>\\s*<version>([^<]+)</version>");
+        final String examples = firstGroup(root.resolve(EXAMPLES_POM), "<mrd\\.version>([^<]+)</mrd\\.version>");
+        assertEquals(project, examples, EXAMPLES_POM + ": <mrd.version> must be pom.xml's version " + project +
+            " (what scripts/install installs)");
+    }
+
+    private static String firstGroup(final Path file, final String regex) throws IOException
+    {
+        final Matcher matcher = Pattern.compile(regex).matcher(Files.readString(file, StandardCharsets.UTF_8));
+        assertTrue(matcher.find(), file + " has no " + regex);
+        return matcher.group(1);
     }
 
     /**

@@ -1,7 +1,8 @@
-package io.mrd.cli.secondaries;
+package com.example;
 
 // README.md's example ("Using mrd from a JVM worker") is the code between the two markers, verbatim:
-// ReadmeExampleTest runs this program against a daemon and fails when the README shows anything else.
+// examples/run builds and runs it against the installed io.mrd:mrd-secondary, and mrd's ReadmeExampleTest
+// compiles and runs it against a daemon and fails when the README shows anything else.
 // README-BEGIN
 import io.mrd.layout.MrdException;
 import io.mrd.secondary.DaemonDeadException;
