@@ -175,6 +175,7 @@ mrd_maven_env() {
     export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }--sun-misc-unsafe-memory-access=allow"
   fi
 }
+
 # Prints the version in the root pom.xml: the <version> right after
 # <artifactId>mrd-parent</artifactId>. On failure prints one line to stderr and
 # returns 1.
