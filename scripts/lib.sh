@@ -11,8 +11,10 @@
 #                        MRD_JAVA_HOME and MRD_JAVA; on failure prints one line
 #                        to stderr and returns 127 (callers: `mrd_find_java || exit $?`)
 #   mrd_java_major JAVA  print the feature version (8, 17, 25, ...) of a java binary
-#   mrd_jvm_flags        fill the array MRD_JVM_FLAGS from scripts/jvm-flags
-#   mrd_check_jvm_flags  fail (with the difference) if scripts/jvm-flags and
+#   mrd_jvm_flags        fill the array MRD_JVM_FLAGS from scripts/jvm-flags (a
+#                        worker's) and scripts/daemon-jvm-flags (what the
+#                        daemon and the CLI add): what scripts/mrd passes
+#   mrd_check_jvm_flags  fail (with the difference) if those two files and
 #                        <mrd.jvm.flags> in pom.xml differ
 #   mrd_maven_env        export JAVA_HOME and MAVEN_OPTS for running mvn
 #   mrd_project_version  print the version of the root pom.xml (0.1.0-SNAPSHOT),
@@ -113,13 +115,20 @@ mrd_find_java() {
   return 127
 }
 
-# Reads scripts/jvm-flags (one flag per line; blank lines and # comments
-# ignored) into the array MRD_JVM_FLAGS.
+# Reads scripts/jvm-flags then scripts/daemon-jvm-flags (one flag per line;
+# blank lines and # comments ignored) into the array MRD_JVM_FLAGS: the flags
+# of a daemon or CLI process, which is also a secondary.
 mrd_jvm_flags() {
-  local file="$MRD_LIB_DIR/jvm-flags" line
   MRD_JVM_FLAGS=()
+  mrd_read_jvm_flags "$MRD_LIB_DIR/jvm-flags" "the JVM flags every mrd process needs" || return 1
+  mrd_read_jvm_flags "$MRD_LIB_DIR/daemon-jvm-flags" "the JVM flags the daemon and the CLI add" || return 1
+}
+
+# Appends the flags of file $1 (described by $2 in the error) to MRD_JVM_FLAGS.
+mrd_read_jvm_flags() {
+  local file="$1" line
   if [[ ! -r "$file" ]]; then
-    echo "mrd: cannot read $file (the JVM flags every mrd process needs)" >&2
+    echo "mrd: cannot read $file ($2)" >&2
     return 1
   fi
   while IFS= read -r line || [[ -n "$line" ]]; do
@@ -139,9 +148,10 @@ mrd_hugepages_free() {
   fi
 }
 
-# Checks that scripts/jvm-flags lists exactly the flags of <mrd.jvm.flags> in
-# the root pom.xml (same flags, same order), so that the tests (Surefire's
-# argLine) and the launched processes run with the same JVM flags. Prints the
+# Checks that scripts/jvm-flags followed by scripts/daemon-jvm-flags lists
+# exactly the flags of <mrd.jvm.flags> in the root pom.xml (same flags, same
+# order), so that the tests (Surefire's argLine, daemon and client tests alike)
+# and the launched processes run with the same JVM flags. Prints the
 # difference to stderr and returns 1 when they differ.
 mrd_check_jvm_flags() {
   local pom pom_flags=() flags_text pom_text
@@ -158,9 +168,10 @@ mrd_check_jvm_flags() {
   fi
   flags_text="${MRD_JVM_FLAGS[*]}"
   if [[ "$flags_text" != "${pom_flags[*]}" ]]; then
-    echo "mrd: scripts/jvm-flags differs from <mrd.jvm.flags> in pom.xml; make them identical:" >&2
+    echo "mrd: scripts/jvm-flags + scripts/daemon-jvm-flags differ from <mrd.jvm.flags> in pom.xml; make" \
+        "the property the first file followed by the second:" >&2
     diff <(printf '%s\n' "${pom_flags[@]}") <(printf '%s\n' "${MRD_JVM_FLAGS[@]}") \
-        | sed -n 's/^</  only in pom.xml:           /p; s/^>/  only in scripts\/jvm-flags: /p' >&2 || true
+        | sed -n 's/^</  only in pom.xml:        /p; s/^>/  only in the two files: /p' >&2 || true
     return 1
   fi
   return 0

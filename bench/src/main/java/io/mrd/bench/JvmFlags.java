@@ -10,8 +10,8 @@ import java.util.List;
 
 /**
  * The JVM flags every mrd JVM needs, for the JVMs the benchmark starts (JMH forks, daemon, secondaries):
- * {@code -Dmrd.jvm.flags} as scripts/bench passes it (scripts/jvm-flags joined by spaces), else
- * {@code scripts/jvm-flags} under {@code -Dmrd.root}.
+ * {@code -Dmrd.jvm.flags} as scripts/bench passes it (scripts/jvm-flags and scripts/daemon-jvm-flags joined by
+ * spaces), else those two files under {@code -Dmrd.root}: the benchmark starts daemons too.
  */
 public final class JvmFlags
 {
@@ -29,27 +29,31 @@ public final class JvmFlags
         final String root = System.getProperty("mrd.root");
         if (null == root)
         {
-            throw new IllegalStateException("set -Dmrd.jvm.flags (scripts/jvm-flags joined by spaces) or " +
+            throw new IllegalStateException("set -Dmrd.jvm.flags (scripts/jvm-flags and scripts/daemon-jvm-flags " +
+                "joined by spaces) or " +
                 "-Dmrd.root (the repository root); scripts/bench sets both");
         }
-        final Path file = Path.of(root, "scripts", "jvm-flags");
-        try
+        final List<String> flags = new ArrayList<>();
+        for (final String name : List.of("jvm-flags", "daemon-jvm-flags"))
         {
-            final List<String> flags = new ArrayList<>();
-            for (final String line : Files.readAllLines(file))
+            final Path file = Path.of(root, "scripts", name);
+            try
             {
-                final String flag = line.replaceFirst("#.*", "").strip();
-                if (!flag.isEmpty())
+                for (final String line : Files.readAllLines(file))
                 {
-                    flags.add(flag);
+                    final String flag = line.replaceFirst("#.*", "").strip();
+                    if (!flag.isEmpty())
+                    {
+                        flags.add(flag);
+                    }
                 }
             }
-            return flags;
+            catch (final IOException ex)
+            {
+                throw new UncheckedIOException("cannot read " + file, ex);
+            }
         }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException("cannot read " + file, ex);
-        }
+        return flags;
     }
 
     /**

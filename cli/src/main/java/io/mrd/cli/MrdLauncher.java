@@ -8,7 +8,7 @@ import java.util.List;
 
 /**
  * Builds the command line of another {@code mrd} process: this JVM's binary, its JVM flags (the ones
- * scripts/jvm-flags gave it) and class path, and {@link Mrd} as the main class. Used by {@code mrd start} for
+ * scripts/jvm-flags and scripts/daemon-jvm-flags gave it) and class path, and {@link Mrd} as the main class. Used by {@code mrd start} for
  * the background daemon and by {@code mrd demo} for its workers.
  */
 final class MrdLauncher

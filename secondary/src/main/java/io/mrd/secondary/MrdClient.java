@@ -113,6 +113,7 @@ public final class MrdClient implements AutoCloseable
      */
     public static MrdClient attach(final Path dir)
     {
+        JvmFlags.require();
         return attach(new ClientContext().dir(dir));
     }
 
@@ -120,13 +121,15 @@ public final class MrdClient implements AutoCloseable
      * Attaches: maps the control file read-only, checks that the daemon is alive, reserves its memory's
      * address ranges and its external window in this process, connects, and says HELLO.
      *
-     * @throws MrdException ECONNREFUSED when no daemon runs in the directory; EEXIST naming the range when
-     *                      one of the daemon's ranges is already mapped in this process; EPROTO on another
-     *                      layout version; ESTALE when the daemon restarted during the attach; the daemon's
+     * @throws MrdException EPERM naming the JVM flags this JVM lacks (scripts/jvm-flags), checked before
+     *                      anything touches Agrona or FFM; ECONNREFUSED when no daemon runs in the directory;
+     *                      EEXIST naming the range when one of the daemon's ranges is already mapped in this
+     *                      process; EPROTO on another layout version; ESTALE when the daemon restarted during the attach; the daemon's
      *                      status when it refused the HELLO.
      */
     public static MrdClient attach(final ClientContext context)
     {
+        JvmFlags.require();
         context.conclude();
         final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(context.attachTimeoutMs());
         final ControlFile controlFile = openControlFile(context, deadline);

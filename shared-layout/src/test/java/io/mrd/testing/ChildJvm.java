@@ -55,6 +55,31 @@ public final class ChildJvm implements AutoCloseable
         final Map<String, String> env,
         final List<String> extraJvmFlags)
     {
+        return launch(name, mainClass, args, env, jvmFlags(), extraJvmFlags);
+    }
+
+    /**
+     * Starts {@code mainClass} with {@code jvmFlags} instead of mrd's (e.g. none, to see what a JVM started
+     * without them does).
+     */
+    public static ChildJvm startWithFlags(
+        final String name,
+        final String mainClass,
+        final List<String> args,
+        final Map<String, String> env,
+        final List<String> jvmFlags)
+    {
+        return launch(name, mainClass, args, env, jvmFlags, List.of());
+    }
+
+    private static ChildJvm launch(
+        final String name,
+        final String mainClass,
+        final List<String> args,
+        final Map<String, String> env,
+        final List<String> jvmFlags,
+        final List<String> extraJvmFlags)
+    {
         final List<String> command = new ArrayList<>();
         // A shell without job control starts background jobs with SIGINT ignored, and an ignored signal stays
         // ignored across exec: the JVM then never exits on SIGINT. env(1) restores the default before it execs
@@ -62,7 +87,7 @@ public final class ChildJvm implements AutoCloseable
         command.addAll(List.of("env", "--default-signal=INT"));
         command.add(ProcessHandle.current().info().command().orElse(
             Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        command.addAll(jvmFlags());
+        command.addAll(jvmFlags);
         command.add("-Xmx256m");
         command.add("-XX:+UseSerialGC");
         command.add("-XX:TieredStopAtLevel=1");

@@ -20,7 +20,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * {@code TopHalfBenchmark} ("mru"), preceded by reading {@code devGen} from a real control file with an
  * acquire load (what {@code MrCache} does), an opaque load, or not at all.
  * <pre>
- *   java $(grep -v '^#' scripts/jvm-flags) -jar bench/target/mrd-bench.jar jmh --out /tmp/x --include DevGenRead
+ *   java @scripts/jvm-flags @scripts/daemon-jvm-flags -jar bench/target/mrd-bench.jar jmh --out /tmp/x --include DevGenRead
  * </pre>
  */
 @State(Scope.Thread)

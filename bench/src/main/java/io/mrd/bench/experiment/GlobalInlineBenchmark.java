@@ -24,7 +24,7 @@ import org.openjdk.jmh.infra.Blackhole;
  * protocol written inline in the loop ({@code inline}: {@link SeqLock#tryBeginRead}, {@link SortedTable#lookup},
  * {@link SeqLock#validate}); and the search alone, no seqlock ({@code search}).
  * <pre>
- *   java $(grep -v '^#' scripts/jvm-flags) -jar bench/target/mrd-bench.jar jmh --out /tmp/x --include GlobalInline
+ *   java @scripts/jvm-flags @scripts/daemon-jvm-flags -jar bench/target/mrd-bench.jar jmh --out /tmp/x --include GlobalInline
  * </pre>
  */
 @State(Scope.Thread)

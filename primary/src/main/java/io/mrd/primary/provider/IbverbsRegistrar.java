@@ -1,6 +1,7 @@
 package io.mrd.primary.provider;
 
 import io.mrd.layout.Access;
+import io.mrd.layout.EmulatedDeviceAdvice;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.LoadedLibrary;
@@ -450,7 +451,7 @@ public final class IbverbsRegistrar implements Registrar
                 // ENOSYS: the kernel has no RDMA support loaded (no /sys/class/infiniband_verbs).
                 throw new MrdException(ErrorCode.ENODEV, "no RDMA device found (ibv_get_device_list failed: " +
                     ErrorCode.describe(errno) + "): load the NIC's RDMA driver and ib_uverbs (e.g. modprobe " +
-                    "mlx5_ib ib_uverbs), or use --provider soft");
+                    "mlx5_ib ib_uverbs), use " + EmulatedDeviceAdvice.EMULATED_DEVICE + ", or use --provider soft");
             }
             count = countOut.get(JAVA_INT, 0);
         }
@@ -459,8 +460,8 @@ public final class IbverbsRegistrar implements Registrar
             if (count <= 0)
             {
                 throw new MrdException(ErrorCode.ENODEV, "no RDMA device found (ibv_get_device_list returned 0 " +
-                    "devices): check ibv_devices, install ibverbs-providers and load the NIC's RDMA driver, or use " +
-                    "--provider soft");
+                    "devices): check ibv_devices, install ibverbs-providers and load the NIC's RDMA driver, use " +
+                    EmulatedDeviceAdvice.EMULATED_DEVICE + ", or use --provider soft");
             }
             final MemorySegment devices = list.reinterpret(ADDRESS.byteSize() * count);
             final List<String> names = new ArrayList<>(count);

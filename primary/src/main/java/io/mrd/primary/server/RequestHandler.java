@@ -1,6 +1,7 @@
 package io.mrd.primary.server;
 
 import io.mrd.layout.Access;
+import io.mrd.layout.EmulatedDeviceAdvice;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
@@ -56,8 +57,7 @@ final class RequestHandler
     {
         return device.orElseThrow(() -> new MrdException(ErrorCode.EOPNOTSUPP, request + " needs the daemon's " +
             "RDMA device, and this daemon runs --provider " + provider + ", which has none: start it with " +
-            "--provider ibverbs (on a host without an RDMA NIC, with MRD_IBVERBS_LIBRARY pointing at the " +
-            "emulated device, emulator/target/libmrdemu.so)"));
+            "--provider ibverbs (on a host without an RDMA NIC, on " + EmulatedDeviceAdvice.EMULATED_DEVICE + ")"));
     }
 
     /**

@@ -53,6 +53,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @SuppressWarnings("restricted")
 final class IbverbsRegistrarTest
 {
+    /** What every "no device" message says about the emulated device, spelled out as a user reads it. */
+    private static final String EMULATED_DEVICE_ADVICE = "the emulated device (build it with 'scripts/mrd emulator', " +
+        "which prints its path, emulator/target/libmrdemu.so, and set MRD_IBVERBS_LIBRARY to that path for the " +
+        "daemon and every worker)";
+
     /** What the MR engine asks for local memory. */
     private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
 
@@ -356,7 +361,8 @@ final class IbverbsRegistrarTest
         assertEquals(ErrorCode.ENODEV, ex.code());
         assertTrue(ex.getMessage().startsWith(
             "no RDMA device found (ibv_get_device_list returned 0 devices): "), ex.getMessage());
-        assertTrue(ex.getMessage().endsWith("or use --provider soft"), ex.getMessage());
+        assertTrue(ex.getMessage().endsWith("use " + EMULATED_DEVICE_ADVICE + ", or use --provider soft"),
+            ex.getMessage());
         assertFalse(ex.oneLine().contains("\n"));
     }
 
@@ -427,6 +433,7 @@ final class IbverbsRegistrarTest
             Assumptions.assumeTrue(ErrorCode.ENOENT != ex.code(), "no libibverbs.so.1 installed");
             assertEquals(ErrorCode.ENODEV, ex.code(), ex.oneLine());
             assertTrue(ex.getMessage().startsWith("no RDMA device found"), ex.oneLine());
+            assertTrue(ex.getMessage().contains("use " + EMULATED_DEVICE_ADVICE), ex.oneLine());
             assertFalse(ex.oneLine().contains("\n"));
             return;
         }

@@ -62,8 +62,9 @@ class DeviceSharingTest
             assertEquals(MessageType.IMPORT_PD, importPd.type());
             assertEquals(ErrorCode.EOPNOTSUPP, importPd.status());
             assertEquals("IMPORT_PD needs the daemon's RDMA device, and this daemon runs --provider soft, which has " +
-                "none: start it with --provider ibverbs (on a host without an RDMA NIC, with MRD_IBVERBS_LIBRARY " +
-                "pointing at the emulated device, emulator/target/libmrdemu.so)", importPd.message());
+                "none: start it with --provider ibverbs (on a host without an RDMA NIC, on the emulated device " +
+                "(build it with 'scripts/mrd emulator', which prints its path, emulator/target/libmrdemu.so, and set " +
+                "MRD_IBVERBS_LIBRARY to that path for the daemon and every worker))", importPd.message());
             final Message.Reply queues = client.request(3, new Message.Queues(Message.Queues.ADD, Message.Queues.QP, 1));
             assertEquals(ErrorCode.EOPNOTSUPP, queues.status());
             assertTrue(queues.message().startsWith("QUEUES needs the daemon's RDMA device"), queues.message());

@@ -1,5 +1,7 @@
 package io.mrd.secondary.pool;
 
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledDirectByteBuf;
 import io.netty.util.internal.CleanableDirectBuffer;
@@ -52,8 +54,8 @@ public final class MrdByteBuf extends UnpooledDirectByteBuf
     /**
      * @return the {@code MrdByteBuf} under {@code buf} (itself, or under leak-aware wrappers, slices and
      *         duplicates).
-     * @throws IllegalArgumentException naming the buffer when it is not one of {@link MrdByteBufAllocator}'s
-     *                                  direct buffers (a heap or composite buffer, another allocator's).
+     * @throws MrdException EINVAL naming the buffer when it is not one of {@link MrdByteBufAllocator}'s direct
+     *                      buffers (a heap or composite buffer, another allocator's).
      */
     public static MrdByteBuf of(final ByteBuf buf)
     {
@@ -64,8 +66,9 @@ public final class MrdByteBuf extends UnpooledDirectByteBuf
                 return registered;
             }
         }
-        throw new IllegalArgumentException(buf + " is not registered memory: only direct buffers of an " +
-            "MrdByteBufAllocator have keys (heap and composite buffers do not; copy into one that has)");
+        throw new MrdException(ErrorCode.EINVAL, buf + " is not registered memory: only direct buffers of an " +
+            "MrdByteBufAllocator have keys (heap and composite buffers do not): pass allocator.directBuffer(...) " +
+            "of an MrdByteBufAllocator, or copy the bytes into one");
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.mrd.secondary.verbs;
 
+import io.mrd.layout.EmulatedDeviceAdvice;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.LoadedLibrary;
 
@@ -95,8 +96,8 @@ final class VerbsLibrary
         synchronized (LOADED)
         {
             // global: queues of this process may use the library until it exits
-            final String remedy = "point MRD_IBVERBS_LIBRARY at the libibverbs.so.1 the daemon uses (or at the " +
-                "emulated device, emulator/target/libmrdemu.so), or install rdma-core's libibverbs1";
+            final String remedy = "point " + EmulatedDeviceAdvice.LIBRARY_ENV + " at the libibverbs.so.1 the daemon " +
+                "uses, use " + EmulatedDeviceAdvice.EMULATED_DEVICE + ", or install rdma-core's libibverbs1";
             return LOADED.computeIfAbsent(library, name ->
                 new VerbsLibrary(name, LoadedLibrary.open(name, Arena.global(), remedy, remedy)));
         }

@@ -1,6 +1,8 @@
 package io.mrd.secondary.pool;
 
 import io.mrd.layout.Access;
+import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrdException;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -252,8 +254,11 @@ class MrdByteBufAllocatorTest
     {
         final ByteBuf heap = allocator.heapBuffer(64);
         assertTrue(heap.hasArray());
-        final IllegalArgumentException ex = assertThrows(IllegalArgumentException.class, () -> MrdByteBuf.of(heap));
-        assertTrue(ex.getMessage().contains("is not registered memory"), ex.getMessage());
+        final MrdException ex = assertThrows(MrdException.class, () -> MrdByteBuf.of(heap));
+        assertEquals(ErrorCode.EINVAL, ex.code());
+        assertTrue(ex.getMessage().startsWith(heap + " is not registered memory"), ex.getMessage());
+        assertTrue(ex.getMessage().contains("pass allocator.directBuffer(...) of an MrdByteBufAllocator"),
+            ex.getMessage());
         heap.release();
         assertEquals(0, source.requested().size(), "no slab for heap buffers");
         final ByteBuf empty = allocator.directBuffer(0);
