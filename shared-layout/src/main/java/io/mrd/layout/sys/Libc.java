@@ -48,6 +48,77 @@ final class Libc
             () -> new IllegalStateException("libc has no " + name)), descriptor);
     }
 
+    /**
+     * @return {@code name}, bound on its first call ({@link Function}), capturing errno as {@link #bind} does.
+     */
+    static Function function(final String name, final FunctionDescriptor descriptor, final Linker.Option... more)
+    {
+        return new Function(name, descriptor, true, more);
+    }
+
+    /**
+     * @return {@code name}, bound on its first call, for a function that cannot fail (as {@link #bindNoErrno}).
+     */
+    static Function functionNoErrno(final String name, final FunctionDescriptor descriptor)
+    {
+        return new Function(name, descriptor, false);
+    }
+
+    /**
+     * A libc function bound on its first call. Building a downcall handle costs the JDK several milliseconds per
+     * new signature the first time (it spins classes for it): a worker should pay for the functions it calls
+     * (mmap, open, the socket), not for the daemon's (mlock, fallocate, memfd_create, getrlimit, ...). Calls
+     * through it go by {@code invokeWithArguments}, so it is for calls that are slow anyway; a function on a
+     * measured path stays a {@code static final} handle from {@link #bind}, which the JIT inlines.
+     */
+    static final class Function
+    {
+        private final String name;
+        private final FunctionDescriptor descriptor;
+        private final boolean capturesErrno;
+        private final Linker.Option[] options;
+        /** Racy on purpose: two threads may both bind it, and either handle is the same function. */
+        private volatile MethodHandle handle;
+
+        private Function(
+            final String name, final FunctionDescriptor descriptor, final boolean capturesErrno,
+            final Linker.Option... options)
+        {
+            this.name = name;
+            this.descriptor = descriptor;
+            this.capturesErrno = capturesErrno;
+            this.options = options;
+        }
+
+        /**
+         * @return the call's result; with errno captured, {@link #errno()} reads it afterwards.
+         */
+        Object call(final Object... args)
+        {
+            MethodHandle bound = handle;
+            if (null == bound)
+            {
+                bound = capturesErrno ? bind(name, descriptor, options) : bindNoErrno(name, descriptor);
+                handle = bound;
+            }
+            try
+            {
+                if (!capturesErrno)
+                {
+                    return bound.invokeWithArguments(args);
+                }
+                final Object[] withState = new Object[args.length + 1];
+                withState[0] = callState();
+                System.arraycopy(args, 0, withState, 1, args.length);
+                return bound.invokeWithArguments(withState);
+            }
+            catch (final Throwable t)
+            {
+                throw rethrow(t);
+            }
+        }
+    }
+
     /** @return this thread's capture segment, the first argument of every handle from {@link #bind}. */
     static MemorySegment callState()
     {

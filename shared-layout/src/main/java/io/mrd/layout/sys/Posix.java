@@ -69,26 +69,29 @@ public final class Posix
 
     private static final MethodHandle MMAP = bind("mmap",
         FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle MUNMAP = bind("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle MLOCK = bind("mlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle MUNLOCK = bind("munlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    private static final MethodHandle MADVISE = bind("madvise",
+    private static final Libc.Function MUNMAP = function("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final Libc.Function MLOCK = function("mlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final Libc.Function MUNLOCK =
+        function("munlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+    private static final Libc.Function MADVISE = function("madvise",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-    private static final MethodHandle MINCORE = bind("mincore",
+    private static final Libc.Function MINCORE = function("mincore",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
-    private static final MethodHandle OPEN = bind("open",
+    private static final Libc.Function OPEN = function("open",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle CLOSE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-    private static final MethodHandle FTRUNCATE = bind("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle FALLOCATE = bind("fallocate",
+    private static final Libc.Function CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    private static final Libc.Function FTRUNCATE =
+        function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
+    private static final Libc.Function FALLOCATE = function("fallocate",
         FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
-    private static final MethodHandle FLOCK = bind("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle MEMFD_CREATE = bind("memfd_create",
+    private static final Libc.Function FLOCK = function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final Libc.Function MEMFD_CREATE = function("memfd_create",
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle GETUID = Libc.bindNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
-    private static final MethodHandle GETGID = Libc.bindNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
-    private static final MethodHandle GETRLIMIT = bind("getrlimit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
-    private static final MethodHandle FCNTL = bind("fcntl",
+    private static final Libc.Function GETUID = Libc.functionNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
+    private static final Libc.Function GETGID = Libc.functionNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
+    private static final Libc.Function GETRLIMIT =
+        function("getrlimit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    private static final Libc.Function FCNTL = function("fcntl",
         FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
     private static final int F_GETFD = 1;
     private static final int F_DUPFD_CLOEXEC = 1030;
@@ -451,27 +454,19 @@ public final class Posix
         }
     }
 
-    private static int callInt(final MethodHandle handle, final Object... args)
+    private static int callInt(final Libc.Function function, final Object... args)
     {
-        try
-        {
-            if (handle == GETUID || handle == GETGID)
-            {
-                return (int)handle.invokeWithArguments(args);
-            }
-            final Object[] withState = new Object[args.length + 1];
-            withState[0] = Libc.callState();
-            System.arraycopy(args, 0, withState, 1, args.length);
-            return (int)handle.invokeWithArguments(withState);
-        }
-        catch (final Throwable t)
-        {
-            throw new IllegalStateException("native call binding", t);
-        }
+        return (int)function.call(args);
     }
 
     private static MethodHandle bind(final String name, final FunctionDescriptor descriptor, final Linker.Option... more)
     {
         return Libc.bind(name, descriptor, more);
+    }
+
+    private static Libc.Function function(
+        final String name, final FunctionDescriptor descriptor, final Linker.Option... more)
+    {
+        return Libc.function(name, descriptor, more);
     }
 }

@@ -84,8 +84,8 @@ public final class UnixSocket implements AutoCloseable
 
     private static final MethodHandle SOCKET =
         Libc.bind("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle SOCKETPAIR =
-        Libc.bind("socketpair", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+    private static final Libc.Function SOCKETPAIR =
+        Libc.function("socketpair", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
     private static final MethodHandle CONNECT =
         Libc.bind("connect", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SEND =
@@ -98,8 +98,8 @@ public final class UnixSocket implements AutoCloseable
         Libc.bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SHUTDOWN =
         Libc.bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final MethodHandle GETSOCKOPT =
-        Libc.bind("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    private static final Libc.Function GETSOCKOPT =
+        Libc.function("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
 
     private final int fd;
     private final String peer;
@@ -162,7 +162,7 @@ public final class UnixSocket implements AutoCloseable
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment fds = arena.allocate(JAVA_INT, 2);
-            final int rc = (int)SOCKETPAIR.invokeExact(Libc.callState(), AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+            final int rc = (int)SOCKETPAIR.call(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
             if (rc != 0)
             {
                 throw Posix.failure(Libc.errno(), "socketpair(AF_UNIX, SOCK_STREAM)");
@@ -495,8 +495,8 @@ public final class UnixSocket implements AutoCloseable
             {
                 final MemorySegment groups = arena.allocate((long)capacity * Integer.BYTES, 4);
                 length.set(JAVA_INT, 0, capacity * Integer.BYTES);
-                final int rc = (int)GETSOCKOPT.invokeExact(Libc.callState(), socketFd, SOL_SOCKET, SO_PEERGROUPS,
-                    groups, length);
+                final int rc = (int)GETSOCKOPT.call(socketFd, SOL_SOCKET, SO_PEERGROUPS, groups,
+                    length);
                 if (rc == 0)
                 {
                     final int count = Math.min(length.get(JAVA_INT, 0) / Integer.BYTES, capacity);
