@@ -502,12 +502,13 @@ final class CommandLineErrorsTest
     void asAnotherUser(final Row row) throws IOException
     {
         Equipment.root("run a command as another uid");
-        Equipment.program("setpriv");
+        final Path setprivProgram = Equipment.systemProgram("setpriv");
         final Path fresh = fresh();
         setLiveMode(row.liveMode());
         try
         {
-            final List<String> setpriv = List.of(Equipment.program("setpriv").toString(), "--reuid", String.valueOf(NOBODY), "--regid",
+            final List<String> setpriv = List.of(setprivProgram.toString(), "--reuid", String.valueOf(NOBODY),
+                "--regid",
                 String.valueOf(NOBODY), "--clear-groups");
             assertOneLine(row, MrdRunner.process(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
                 fresh);

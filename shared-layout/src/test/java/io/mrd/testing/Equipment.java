@@ -53,7 +53,22 @@ public final class Equipment
      */
     public static Path program(final String name)
     {
-        final String path = System.getenv().getOrDefault("PATH", "/usr/bin:/bin");
+        return find(name, System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
+    }
+
+    /**
+     * @param name a program of the system ({@code /usr/bin}, {@code /bin}), for a test that runs it as another
+     *             user: {@code $PATH} may find a per-user copy (a pyenv shim under {@code /root}) that other users
+     *             cannot execute.
+     * @return its path; skipped or failed as {@link #program} says.
+     */
+    public static Path systemProgram(final String name)
+    {
+        return find(name, "/usr/bin:/bin");
+    }
+
+    private static Path find(final String name, final String path)
+    {
         for (final String dir : path.split(":"))
         {
             final Path candidate = Path.of(dir.isEmpty() ? "." : dir, name);
@@ -63,9 +78,9 @@ public final class Equipment
             }
         }
         final String required = System.getenv().getOrDefault(REQUIRE_TOOLS_ENV, "");
-        unavailable(name + " is not installed: skipped (install it, or set " + REQUIRE_TOOLS_ENV + "=" + name +
-            " to make this a failure)", Arrays.asList(required.split(",")).contains(name),
-            REQUIRE_TOOLS_ENV + "=" + required);
+        final boolean isRequired = Arrays.asList(required.split(",")).contains(name);
+        unavailable(name + " is not installed (looked in " + path + "): skipped (install it, or set " +
+            REQUIRE_TOOLS_ENV + "=" + name + " to make this a failure)", isRequired, REQUIRE_TOOLS_ENV + "=" + required);
         throw new AssertionError("unreachable");
     }
 

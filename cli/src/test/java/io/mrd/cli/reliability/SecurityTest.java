@@ -436,8 +436,8 @@ final class SecurityTest
     void aPeerOfAnotherUidIsKeptOutOfADaemonStartedByMrdStart() throws Exception
     {
         Equipment.root("start a peer of another uid");
-        Equipment.program("setpriv");
-        Equipment.program("python3");
+        Equipment.systemProgram("setpriv");
+        Equipment.systemProgram("python3");
         Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));
         for (Path parent = dir.getParent(); null != parent; parent = parent.getParent())
         {
@@ -495,8 +495,9 @@ final class SecurityTest
 
     private List<String> runAsNobody(final String... args) throws Exception
     {
-        final List<String> command = new ArrayList<>(List.of(Equipment.program("setpriv").toString(), "--reuid", String.valueOf(NOBODY),
-            "--regid", String.valueOf(NOBODY), "--clear-groups", Equipment.program("python3").toString(), "-c", NOBODY_CLIENT));
+        final List<String> command = new ArrayList<>(List.of(Equipment.systemProgram("setpriv").toString(), "--reuid",
+            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups",
+            Equipment.systemProgram("python3").toString(), "-c", NOBODY_CLIENT));
         command.addAll(List.of(args));
         final Path err = scratch.resolve("nobody.err");
         final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();

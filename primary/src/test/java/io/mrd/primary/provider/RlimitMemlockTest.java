@@ -41,8 +41,8 @@ final class RlimitMemlockTest
         final List<String> command = new ArrayList<>();
         if (0 == Posix.getuid() || hasIpcLock())
         {
-            Equipment.program("setpriv");
-            command.addAll(List.of("/usr/bin/setpriv", "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock"));
+            command.addAll(List.of(Equipment.systemProgram("setpriv").toString(), "--inh-caps=-ipc_lock",
+                "--bounding-set=-ipc_lock"));
         }
         command.addAll(List.of("/bin/sh", "-c", "ulimit -S -l 1024 && exec \"$@\"", "sh"));
         command.add(ProcessHandle.current().info().command().orElse(

@@ -109,8 +109,8 @@ class PeerCredentialsTest
     private static void assumeCanChangeUid()
     {
         Equipment.root("start a peer of another uid");
-        Equipment.program("setpriv");
-        Equipment.program("python3");
+        Equipment.systemProgram("setpriv");
+        Equipment.systemProgram("python3");
     }
 
     private void openUp(final ServerFixture fixture) throws IOException
@@ -127,8 +127,9 @@ class PeerCredentialsTest
     private List<Frame> runAsNobody(final ServerFixture fixture, final String sendHex, final int frames)
         throws Exception
     {
-        final List<String> command = new ArrayList<>(List.of(Equipment.program("setpriv").toString(), "--reuid",
-            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups", Equipment.program("python3").toString(), "-c",
+        final List<String> command = new ArrayList<>(List.of(Equipment.systemProgram("setpriv").toString(), "--reuid",
+            String.valueOf(NOBODY), "--regid", String.valueOf(NOBODY), "--clear-groups",
+            Equipment.systemProgram("python3").toString(), "-c",
             CLIENT, fixture.socket().toString(), null == sendHex ? "" : sendHex, String.valueOf(frames)));
         final Path err = dir.resolve("child.err");
         final Process process = new ProcessBuilder(command).redirectError(err.toFile()).start();
