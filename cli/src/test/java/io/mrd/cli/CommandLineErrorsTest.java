@@ -508,8 +508,7 @@ final class CommandLineErrorsTest
         try
         {
             final List<String> setpriv = List.of(setprivProgram.toString(), "--reuid", String.valueOf(NOBODY),
-                "--regid",
-                String.valueOf(NOBODY), "--clear-groups");
+                "--regid", String.valueOf(NOBODY), "--clear-groups");
             assertOneLine(row, MrdRunner.process(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
                 fresh);
         }
