@@ -41,7 +41,9 @@ import java.util.stream.Stream;
         "Then, when an RDMA device library is there (MRD_IBVERBS_LIBRARY, else the emulated device " +
             "emulator/target/libmrdemu.so, which scripts/mrd demo builds), a daemon with --provider ibverbs and two " +
             "'mrd worker --rdma-peer' processes that RDMA-write into each other's buffers with mrd's keys; on a host " +
-            "without an RDMA NIC this runs on the emulated device."
+            "without an RDMA NIC this runs on the emulated device. That step fails unless data moved, no byte was " +
+            "wrong, no live key was refused and every stale key was; without gcc or the verbs header it is skipped " +
+            "with one line saying why."
     },
     footer = {"", "Example:", "  scripts/mrd demo"})
 public final class DemoCommand implements Callable<Integer>
