@@ -56,6 +56,9 @@ final class RdmaEndToEndTest
     @TempDir
     Path exchange;
 
+    /** The daemon's context's unbound transfers, for failure messages; null until the observer attached. */
+    private UnboundTransfers unboundTransfers;
+
     @Test
     void twoPeersMoveDataWithMrdsKeysWhileMemoryIsFreedAndAVictimWithWorkInFlightIsKilled()
     {
@@ -76,6 +79,7 @@ final class RdmaEndToEndTest
             final long devGenAtStart = daemon.ctl.header().devGen();
             // the observer's own import counts no object: it reads the device's count
             final Verbs device = observer.verbs();
+            unboundTransfers = new UnboundTransfers(device);
 
             killAVictimWithWorkInFlight(daemon, env, library, device, a, b);
 
@@ -88,7 +92,7 @@ final class RdmaEndToEndTest
             ChildJvm.await("every allocation freed and every MR deregistered", WAIT, () ->
                 daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0);
             final LiveObjects atEnd = LiveObjects.of(library, device.context());
-            final long unbound = new UnboundTransfers(device).read();
+            final long unbound = unboundTransfers.read();
             assertEquals(new LiveObjects(1, 0, 0, 0), atEnd, "the device holds the daemon's PD and nothing else");
             daemon.assertHealthy("at the end");
 
@@ -209,7 +213,7 @@ final class RdmaEndToEndTest
      * Fails with the peers' errors (a work completion with an error status, a wrong byte) if they printed any:
      * a queue pair in the error state ends its peer's traffic too, so both are shown.
      */
-    private static void assertMovingData(final ChildJvm a, final ChildJvm b)
+    private void assertMovingData(final ChildJvm a, final ChildJvm b)
     {
         final StringBuilder errors = new StringBuilder();
         for (final ChildJvm peer : List.of(a, b))
@@ -228,7 +232,8 @@ final class RdmaEndToEndTest
         }
         if (!errors.isEmpty())
         {
-            throw new AssertionError("the peers failed:" + errors + tail(a) + tail(b));
+            throw new AssertionError("the peers failed (unbound transfers on the daemon's context: " +
+                (null == unboundTransfers ? "?" : unboundTransfers.read()) + "):" + errors + tail(a) + tail(b));
         }
     }
 
