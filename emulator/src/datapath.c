@@ -10,8 +10,14 @@
  * the same queue, has been polled, as with mlx5: a send queue whose requests
  * are all unsignaled fills up.
  *
+ * The QP's state is checked under the queue's post lock, which RESET takes
+ * to empty the queue: a post either lands before the RESET and is discarded
+ * with the rest, or sees the RESET and fails.
+ *
  * Polling reads the CQ's ring: no system call, no lock held against the
- * engine, only against other pollers of the same CQ.
+ * engine, only against other pollers of the same CQ. A completion of a QP
+ * destroyed or reset since it was made is dropped there, unseen, as mlx5
+ * cleans a destroyed QP's completions out of its CQ.
  */
 #include "internal.h"
 
@@ -105,7 +111,7 @@ int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 	uint32_t state, prod, posted = 0;
 	int rc = 0;
 
-	if (emu_gone(sh)) {
+	if (emu_gone(emu_ctx(qp->context))) {
 		*bad_wr = wr;
 		return EIO;
 	}
@@ -113,14 +119,15 @@ int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr 
 		*bad_wr = wr;
 		return EINVAL;
 	}
+	q = &e->sq;
+	emu_spin_lock(&q->post_lock);
 	state = atomic_load_explicit(&e->state, memory_order_acquire);
 	/* A QP in the error state takes work requests and flushes them, as a NIC does. */
 	if (state != IBV_QPS_RTS && state != IBV_QPS_ERR) {
+		emu_spin_unlock(&q->post_lock);
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	q = &e->sq;
-	emu_spin_lock(&q->post_lock);
 	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	for (; wr; wr = wr->next) {
 		struct emu_swqe *w;
@@ -169,16 +176,21 @@ int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	uint32_t prod, posted = 0;
 	int rc = 0;
 
-	if (emu_gone(sh)) {
+	if (emu_gone(emu_ctx(qp->context))) {
 		*bad_wr = wr;
 		return EIO;
 	}
-	if (!e || atomic_load_explicit(&e->state, memory_order_acquire) == IBV_QPS_RESET) {
+	if (!e) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	q = &e->rq;
 	emu_spin_lock(&q->post_lock);
+	if (atomic_load_explicit(&e->state, memory_order_acquire) == IBV_QPS_RESET) {
+		emu_spin_unlock(&q->post_lock);
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	for (; wr; wr = wr->next) {
 		struct emu_rwqe *w;
@@ -205,20 +217,27 @@ int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr 
 	return rc;
 }
 
-/* Frees the slots of the queue this completion belongs to, up to and including its work request. */
-static void retire(struct emu_shared *sh, const struct emu_cqe *c)
+/*
+ * Frees the slots of the queue this completion belongs to, up to and
+ * including its work request. Returns 0 when the completion's QP was
+ * destroyed (not live, or another QP's number at that index) or reset (a
+ * later epoch) since: the completion is dropped.
+ */
+static int retire(struct emu_shared *sh, const struct emu_cqe *c)
 {
 	struct emu_qp_entry *e;
 	struct emu_queue *q;
 
 	if (c->qp_index >= EMU_MAX_QP)
-		return;
+		return 0;
 	e = emu_qp(sh, c->qp_index);
-	if (e->qp_num != c->wc.qp_num || e->epoch != c->qp_epoch)
-		return;
+	if (!atomic_load_explicit(&e->live, memory_order_acquire) || e->qp_num != c->wc.qp_num ||
+	    e->epoch != c->qp_epoch)
+		return 0;
 	q = c->queue == 0 ? &e->sq : &e->rq;
 	if ((int32_t)(c->retire_to - atomic_load_explicit(&q->retired, memory_order_relaxed)) > 0)
 		atomic_store_explicit(&q->retired, c->retire_to, memory_order_release);
+	return 1;
 }
 
 /*
@@ -236,7 +255,7 @@ int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	uint32_t cons, prod;
 	int n = 0;
 
-	if (emu_gone(sh))
+	if (emu_gone(emu_ctx(cq->context)))
 		return -EIO;
 	if (ecq->index >= EMU_MAX_CQ)
 		return -EINVAL;
@@ -249,8 +268,8 @@ int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	while (n < num_entries && cons != prod) {
 		const struct emu_cqe *c = emu_cqe_at(sh, e, cons);
 
-		wc[n++] = c->wc;
-		retire(sh, c);
+		if (retire(sh, c))
+			wc[n++] = c->wc;
 		cons++;
 	}
 	/* Release: the engine reuses the entries only after it sees them consumed. */

@@ -16,22 +16,21 @@
  *   ibv_reg_mr (a macro over the exported ibv_reg_mr / ibv_reg_mr_iova2),
  *   ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_dereg_mr,
  *   ibv_create_cq, ibv_destroy_cq, ibv_create_qp, ibv_destroy_qp,
- *   ibv_modify_qp, ibv_query_qp,
+ *   ibv_modify_qp, ibv_query_qp, ibv_rereg_mr,
  * and fills ops.post_send, ops.post_recv, ops.poll_cq, ops.req_notify_cq in
  * every context, which verbs.h's inline ibv_post_send, ibv_post_recv and
- * ibv_poll_cq call. mrdemu.h declares the two extension symbols.
+ * ibv_poll_cq call. mrdemu.h declares the extension symbols.
  *
  * Devices are mrdemu0 .. mrdemu<N-1>, N from MRDEMU_DEVICES (default 1, at
- * most 8), read by every ibv_get_device_list. A device's max_mr_size is
- * MRDEMU_MAX_MR_SIZE (bytes, default 1 TiB), read by ibv_open_device: a test
- * sets a small one to see ranges split at it. Each ibv_open_device creates a
- * new device instance: its state in a memfd (state.h), which is the
- * context's cmd_fd, and its DMA engine thread (engine.c). Another process
- * joins that instance with ibv_import_device on a dup of the fd. The
- * instance lives as long as its opener: when the opener closes it, or dies,
- * every other process's calls on it fail with EIO (a kernel would keep the
- * device for the other fd holders; here the engine is gone with the opener,
- * and EIO beats waiting for completions that never come).
+ * most 8), read by every ibv_get_device_list. Each is one device for the
+ * whole host (state.h, device.c): every ibv_open_device of mrdemuN, in any
+ * process, opens a new context (ucontext, context.c) on the same device,
+ * whose cmd_fd another process joins with ibv_import_device. A context lives
+ * while any process holds a descriptor of its cmd_fd, as the kernel keeps a
+ * ucontext; its objects are reaped once nobody does. A context's
+ * max_mr_size is MRDEMU_MAX_MR_SIZE (bytes, default 1 TiB) in the
+ * environment of its ibv_open_device, and every import of it sees that
+ * limit: a test sets a small one to see ranges split at it.
  */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -41,12 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#define EMU_MAX_DEVICES 8
 
 static struct ibv_device devices[EMU_MAX_DEVICES];
 static pthread_mutex_t contexts_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,13 +126,15 @@ static int device_index(struct ibv_device *device)
 
 /* ---- what the device reports --------------------------------------------- */
 
-static void fill_device_attr(struct emu_shared *sh, struct ibv_device_attr *attr)
+static void fill_device_attr(struct emu_context *c, struct ibv_device_attr *attr)
 {
+	struct emu_shared *sh = c->sh;
+
 	memset(attr, 0, sizeof(*attr));
 	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "mrdemu %u", EMU_LAYOUT_VERSION);
 	attr->node_guid = sh->nonce;
 	attr->sys_image_guid = sh->nonce;
-	attr->max_mr_size = sh->max_mr_size;
+	attr->max_mr_size = emu_ctxe(sh, c->ctx)->max_mr_size;
 	attr->page_size_cap = EMU_PAGE;
 	attr->vendor_id = 0;
 	attr->vendor_part_id = 0;
@@ -162,26 +158,22 @@ static void fill_device_attr(struct emu_shared *sh, struct ibv_device_attr *attr
 
 int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
 {
-	struct emu_shared *sh = emu_sh(context);
-
-	if (emu_gone(sh))
+	if (emu_gone(emu_ctx(context)))
 		return EIO;
-	fill_device_attr(sh, device_attr);
+	fill_device_attr(emu_ctx(context), device_attr);
 	return 0;
 }
 
 static int query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
 			   struct ibv_device_attr_ex *attr, size_t attr_size)
 {
-	struct emu_shared *sh = emu_sh(context);
-
 	(void)input;
-	if (emu_gone(sh))
+	if (emu_gone(emu_ctx(context)))
 		return EIO;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
 	memset(attr, 0, attr_size);
-	fill_device_attr(sh, &attr->orig_attr);
+	fill_device_attr(emu_ctx(context), &attr->orig_attr);
 	return 0;
 }
 
@@ -189,7 +181,7 @@ static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct 
 {
 	struct emu_shared *sh = emu_sh(context);
 
-	if (emu_gone(sh))
+	if (emu_gone(emu_ctx(context)))
 		return EIO;
 	if (port_num != 1)
 		return EINVAL;
@@ -200,8 +192,8 @@ static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct 
 	attr->gid_tbl_len = 1;
 	attr->max_msg_sz = EMU_MAX_MSG_SZ;
 	attr->pkey_tbl_len = 1;
-	/* A LID per device instance, so that two instances never look like one fabric. */
-	attr->lid = (uint16_t)(1 + sh->device_index);
+	/* A LID per device: a request to another device's LID reaches nobody. */
+	attr->lid = emu_port_lid(sh);
 	attr->sm_lid = 1;
 	attr->max_vl_num = 1;
 	attr->active_width = 2;		/* 4x */
@@ -237,21 +229,16 @@ int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat
 
 /* ---- contexts ----------------------------------------------------------------- */
 
-static struct emu_context *new_context(struct emu_shared *sh, int fd, int opener)
+/* The process-local side of a context made or joined by context.c: its verbs ops and the list. */
+static struct ibv_context *publish_context(struct emu_context *ctx)
 {
-	struct emu_context *ctx = calloc(1, sizeof(*ctx));
-	struct ibv_context *ic;
+	struct ibv_context *ic = &ctx->vctx.context;
+	struct emu_shared *sh = ctx->sh;
 
-	if (!ctx)
-		return NULL;
-	ctx->sh = sh;
-	ctx->opener = opener;
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = query_port_ex;
 	ctx->vctx.query_device_ex = query_device_ex;
-	ic = &ctx->vctx.context;
 	ic->device = &devices[sh->device_index < EMU_MAX_DEVICES ? sh->device_index : 0];
-	ic->cmd_fd = fd;
 	ic->async_fd = -1;
 	ic->num_comp_vectors = 1;
 	pthread_mutex_init(&ic->mutex, NULL);
@@ -266,7 +253,7 @@ static struct emu_context *new_context(struct emu_shared *sh, int fd, int opener
 	ctx->next = contexts;
 	contexts = ctx;
 	pthread_mutex_unlock(&contexts_lock);
-	return ctx;
+	return ic;
 }
 
 static void forget_context(struct emu_context *ctx)
@@ -284,119 +271,57 @@ static void forget_context(struct emu_context *ctx)
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	int index = device_index(device);
-	char name[32];
-	struct emu_shared *sh;
+	struct emu_device *d;
 	struct emu_context *ctx;
-	uint64_t nonce;
-	int fd, rc;
 
 	if (index < 0) {
 		errno = ENODEV;
 		return NULL;
 	}
-	snprintf(name, sizeof(name), "mrdemu%d", index);
-	fd = memfd_create(name, MFD_CLOEXEC);
-	if (fd < 0)
+	d = emu_device_get(emu_dir(), index);
+	if (!d)
 		return NULL;
-	if (ftruncate(fd, (off_t)EMU_MAP_SIZE) != 0)
-		goto fail_fd;
-	sh = mmap(NULL, EMU_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
-	if (sh == MAP_FAILED)
-		goto fail_fd;
-	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
-		nonce = (uint64_t)getpid() << 32 ^ emu_now_ns();
-	emu_state_init(sh, (uint32_t)index, nonce, max_mr_size());
-	ctx = new_context(sh, fd, 1);
+	ctx = emu_context_open(d, max_mr_size());
 	if (!ctx) {
-		errno = ENOMEM;
-		goto fail_map;
-	}
-	rc = pthread_create(&ctx->engine, NULL, emu_engine_main, ctx);
-	if (rc) {
-		forget_context(ctx);
-		free(ctx);
-		errno = rc;
-		goto fail_map;
-	}
-	pthread_setname_np(ctx->engine, "mrdemu-dma");
-	return &ctx->vctx.context;
+		int err = errno;
 
-fail_map:
-	rc = errno;
-	munmap(sh, EMU_MAP_SIZE);
-	errno = rc;
-fail_fd:
-	rc = errno;
-	close(fd);
-	errno = rc;
-	return NULL;
+		emu_device_put(d);
+		errno = err;
+		return NULL;
+	}
+	return publish_context(ctx);
 }
 
 struct ibv_context *ibv_import_device(int cmd_fd)
 {
-	struct emu_shared *sh;
-	struct emu_context *ctx;
-	struct stat st;
+	struct emu_context *ctx = emu_context_import(cmd_fd);
 
-	if (fstat(cmd_fd, &st) != 0)
-		return NULL;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != EMU_MAP_SIZE) {
-		errno = EINVAL;
-		return NULL;
-	}
-	sh = mmap(NULL, EMU_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, cmd_fd, 0);
-	if (sh == MAP_FAILED)
-		return NULL;
-	if (sh->magic != EMU_MAGIC || sh->version != EMU_LAYOUT_VERSION || sh->map_size != EMU_MAP_SIZE) {
-		munmap(sh, EMU_MAP_SIZE);
-		errno = EINVAL;
-		return NULL;
-	}
-	if (emu_gone(sh)) {
-		munmap(sh, EMU_MAP_SIZE);
-		errno = EIO;
-		return NULL;
-	}
-	ctx = new_context(sh, cmd_fd, 0);
-	if (!ctx) {
-		munmap(sh, EMU_MAP_SIZE);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return &ctx->vctx.context;
+	return ctx ? publish_context(ctx) : NULL;
 }
 
 /*
- * The opener's close is the device going away: the engine finishes the pass
- * it is in and stops, and every object goes with the device (importers'
- * calls fail with EIO from then on). An importer's close leaves the device
- * and its objects alone, as closing one dup of a uverbs fd does.
+ * Closes this process's descriptor of the context: the context and its
+ * objects live on while another holder keeps one (the opener's close is no
+ * different from an importer's), as closing one dup of a uverbs fd does.
  */
 int ibv_close_device(struct ibv_context *context)
 {
 	struct emu_context *ctx = emu_ctx(context);
-	struct emu_shared *sh = ctx->sh;
 
-	if (ctx->opener) {
-		emu_engine_stop(ctx);
-		atomic_store(&sh->device_state, EMU_DEVICE_GONE);
-	}
 	forget_context(ctx);
-	munmap(sh, EMU_MAP_SIZE);
-	close(context->cmd_fd);
 	pthread_mutex_destroy(&context->mutex);
-	free(ctx);
+	emu_context_close(ctx);
 	return 0;
 }
 
 /* ---- the extension symbols ------------------------------------------------------ */
 
-static void count_live(struct emu_shared *sh, uint32_t out[4])
+static void count_live(struct emu_context *c, uint32_t out[4])
 {
 	static const enum emu_kind order[4] = { EMU_PD, EMU_MR, EMU_CQ, EMU_QP };
 
 	for (int i = 0; i < 4; i++)
-		out[i] = emu_gone(sh) ? 0 : atomic_load(&sh->live[order[i]]);
+		out[i] = emu_gone(c) ? 0 : atomic_load(&emu_ctxe(c->sh, c->ctx)->live[order[i]]);
 }
 
 int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])
@@ -406,7 +331,7 @@ int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])
 	if (!out)
 		return EINVAL;
 	if (ctx) {
-		count_live(emu_sh(ctx), out);
+		count_live(emu_ctx(ctx), out);
 		return 0;
 	}
 	memset(out, 0, 4 * sizeof(out[0]));
@@ -416,11 +341,11 @@ int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])
 
 		open++;
 		for (struct emu_context *d = contexts; d != c; d = d->next)
-			seen |= d->sh->nonce == c->sh->nonce;
+			seen |= d->sh == c->sh && d->ctx == c->ctx;
 		if (!seen) {
 			uint32_t one[4];
 
-			count_live(c->sh, one);
+			count_live(c, one);
 			for (int i = 0; i < 4; i++)
 				out[i] += one[i];
 		}
@@ -434,12 +359,15 @@ int mrdemu_handle_creator(struct ibv_context *ctx, int type, uint32_t handle)
 	struct emu_context *c = emu_ctx(ctx);
 	uint32_t pid;
 
-	if (emu_gone(c->sh))
+	if (emu_gone(c))
 		return -EIO;
 	emu_lock(c->sh);
-	if (type == MRDEMU_HANDLE_CQ && handle < EMU_MAX_CQ && atomic_load(&emu_cq(c->sh, handle)->live))
+	/* A handle names an object of this context only, as a uverbs handle does. */
+	if (type == MRDEMU_HANDLE_CQ && handle < EMU_MAX_CQ && atomic_load(&emu_cq(c->sh, handle)->live) &&
+	    emu_cq(c->sh, handle)->ctx == c->ctx)
 		pid = emu_cq(c->sh, handle)->creator_pid;
-	else if (type == MRDEMU_HANDLE_QP && handle < EMU_MAX_QP && atomic_load(&emu_qp(c->sh, handle)->live))
+	else if (type == MRDEMU_HANDLE_QP && handle < EMU_MAX_QP && atomic_load(&emu_qp(c->sh, handle)->live) &&
+		 emu_qp(c->sh, handle)->ctx == c->ctx)
 		pid = emu_qp(c->sh, handle)->creator_pid;
 	else
 		pid = 0;
@@ -451,14 +379,30 @@ int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle)
 {
 	struct emu_context *c = emu_ctx(ctx);
 
-	if (emu_gone(c->sh))
+	if (emu_gone(c))
 		return EIO;
 	switch (type) {
 	case MRDEMU_HANDLE_CQ:
-		return handle < EMU_MAX_CQ ? emu_destroy_cq_entry(c, handle) : EINVAL;
+		return handle < EMU_MAX_CQ && emu_cq(c->sh, handle)->ctx == c->ctx ? emu_destroy_cq_entry(c, handle) :
+										      EINVAL;
 	case MRDEMU_HANDLE_QP:
-		return handle < EMU_MAX_QP ? emu_destroy_qp_entry(c, handle) : EINVAL;
+		return handle < EMU_MAX_QP && emu_qp(c->sh, handle)->ctx == c->ctx ? emu_destroy_qp_entry(c, handle) :
+										      EINVAL;
 	default:
 		return EINVAL;
 	}
+}
+
+uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx)
+{
+	struct emu_context *c;
+
+	if (ctx) {
+		c = emu_ctx(ctx);
+		return atomic_load(&emu_ctxe(c->sh, c->ctx)->unbound);
+	}
+	pthread_mutex_lock(&contexts_lock);
+	c = contexts;
+	pthread_mutex_unlock(&contexts_lock);
+	return c ? atomic_load(&c->sh->unbound) : 0;
 }

@@ -1,5 +1,5 @@
 /*
- * mrdemu.h - the emulated RDMA device's two symbols beyond libibverbs' ABI.
+ * mrdemu.h - the emulated RDMA device's symbols beyond libibverbs' ABI.
  *
  * libmrdemu.so exports libibverbs' functions (the ones mrd binds, see
  * mrdemu.c) and these. mrd looks them up when present; with a real
@@ -51,18 +51,36 @@ int mrdemu_handle_creator(struct ibv_context *ctx, int type, uint32_t handle);
 int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle);
 
 /*
- * Writes the device's live PDs, MRs, CQs and QPs (enum mrdemu_live_index) to
- * out: every object of the device, whichever process created it. Imports
- * (ibv_import_pd) are not objects and are not counted. A device whose opener
- * closed it has no objects.
+ * Writes the live PDs, MRs, CQs and QPs (enum mrdemu_live_index) of ctx's
+ * context to out: every object of the ucontext that ibv_open_device made
+ * and every ibv_import_device of its cmd_fd shares, whichever process
+ * created it. Other contexts on the host-wide device are not counted, nor
+ * are imports (ibv_import_pd).
  *
- * With ctx NULL: the sums over every device this process has a context on
- * (each device counted once), and the return value is the number of
- * contexts (opened and imported) this process has open, for leak checks.
+ * With ctx NULL: the sums over every context this process has open (each
+ * counted once, however many times imported), and the return value is the
+ * number of contexts (opened and imported) this process has open, for leak
+ * checks.
  *
  * Returns 0 (or the count above), EINVAL when out is NULL.
  */
 int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4]);
+
+/*
+ * Transfers the device refused because a page an MR had been bound to at
+ * registration was gone: a hole punched in the MR's shared file (mrd frees a
+ * segment with munmap and FALLOC_FL_PUNCH_HOLE), the file removed, or its
+ * page frame not the one registered. An HCA would have moved the bytes to or
+ * from the page it pinned; the emulator completes the work request with an
+ * error (LOC_PROT_ERR for a local buffer, REM_ACCESS_ERR for the remote one)
+ * and counts it here. A program that never hands out a key of memory it
+ * freed sees 0.
+ *
+ * With ctx: those of MRs of ctx's context (whichever QP tried). With ctx
+ * NULL: every context's on the device of this process's contexts, reaped
+ * ones included; 0 without a context.
+ */
+uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx);
 
 #ifdef __cplusplus
 }

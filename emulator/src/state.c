@@ -2,6 +2,8 @@
  * state.c - what every process does to the shared device state under its
  * lock: hand out table indexes, carve rings out of the heap; and the two
  * waiting primitives everything else builds on (futex, spinlock).
+ * Nothing here makes a system call but emu_heap_free's hole punch and the
+ * futexes: it all runs under the device lock or on the datapath.
  */
 #define _GNU_SOURCE
 #include "state.h"
@@ -15,9 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce, uint64_t max_mr_size)
+void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce)
 {
-	static const uint32_t max[EMU_KINDS] = { EMU_MAX_PD, EMU_MAX_MR, EMU_MAX_CQ, EMU_MAX_QP };
+	static const uint32_t max[EMU_KINDS] = { EMU_MAX_PD, EMU_MAX_MR, EMU_MAX_CQ, EMU_MAX_QP, EMU_MAX_CTX,
+						 EMU_MAX_FILE };
 	pthread_mutexattr_t attr;
 	uint64_t fifo = EMU_FREE_LISTS;
 
@@ -26,21 +29,27 @@ void emu_state_init(struct emu_shared *sh, uint32_t device_index, uint64_t nonce
 	sh->device_index = device_index;
 	sh->map_size = EMU_MAP_SIZE;
 	sh->nonce = nonce;
-	sh->max_mr_size = max_mr_size;
-	sh->opener_pid = (uint32_t)getpid();
+	sh->creator_pid = (uint32_t)getpid();
+	{
+		struct timespec now;
+
+		/* Holder ids stay new across re-initialisations of the device: a stale holder file never names a context. */
+		clock_gettime(CLOCK_REALTIME, &now);
+		sh->next_ctx_id = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	}
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-	/* A process that dies inside a create or destroy must not wedge the device for the others. */
+	/* A process that dies inside a create or destroy, or running the engine, must not wedge the device. */
 	pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
 	pthread_mutex_init(&sh->lock, &attr);
-	pthread_mutex_init(&sh->engine_alive, &attr);
+	pthread_mutex_init(&sh->engine_lease, &attr);
 	pthread_mutexattr_destroy(&attr);
 	for (int k = 0; k < EMU_KINDS; k++) {
 		sh->slots[k].max = max[k];
 		sh->slots[k].fifo = fifo;
 		fifo += 4ULL * max[k];
 	}
-	atomic_store(&sh->device_state, EMU_DEVICE_LIVE);
+	atomic_store_explicit(&sh->ready, 1, memory_order_release);
 }
 
 int emu_lock(struct emu_shared *sh)

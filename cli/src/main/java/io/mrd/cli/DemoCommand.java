@@ -210,15 +210,15 @@ public final class DemoCommand implements Callable<Integer>
                 workers.add(Worker.start(rdmaDir, pair[0], List.of("--alloc", "2MiB", "--rdma-peer", pair[1],
                     "--rdma-seconds", Long.toString(RDMA_SECONDS), "--rdma-exchange", exchange.toString()), env));
             }
-            out.printf("      %-8s %10s %14s %10s %16s %17s%n", "worker", "rdmaOps", "bytesVerified", "wrongBytes",
-                "protectionErrors", "staleKeyRefusals");
+            out.printf("      %-8s %10s %14s %10s %16s %17s %16s%n", "worker", "rdmaOps", "bytesVerified", "wrongBytes",
+                "protectionErrors", "staleKeyRefusals", "unboundTransfers");
             for (final Worker worker : workers)
             {
                 final JsonNode r = worker.await();
-                out.printf("      %-8s %10d %14d %10d %16d %11d of %d%n", worker.name, r.path("rdmaOps").asLong(),
-                    r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
+                out.printf("      %-8s %10d %14d %10d %16d %11d of %-3d %16d%n", worker.name,
+                    r.path("rdmaOps").asLong(), r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
                     r.path("protectionErrors").asLong(), r.path("staleKeyRefusals").asLong(),
-                    r.path("staleKeyRequests").asLong());
+                    r.path("staleKeyRequests").asLong(), r.path("unboundTransfers").asLong());
                 requireCorrectRdma(worker.name, r);
             }
         }
@@ -236,8 +236,9 @@ public final class DemoCommand implements Callable<Integer>
     }
 
     /**
-     * The RDMA step proves mrd's keys only if data moved, every byte arrived right, no live key was refused and
-     * every stale key was: anything else fails the demo.
+     * The RDMA step proves mrd's keys only if data moved, every byte arrived right, no live key was refused, every
+     * stale key was, and the device never had to refuse a transfer to memory mrd had freed (unboundTransfers; -1, a
+     * device that cannot say, passes): anything else fails the demo.
      */
     private static void requireCorrectRdma(final String worker, final JsonNode r)
     {
@@ -246,11 +247,12 @@ public final class DemoCommand implements Callable<Integer>
         final long protection = r.path("protectionErrors").asLong();
         final long staleRequests = r.path("staleKeyRequests").asLong();
         final long staleRefusals = r.path("staleKeyRefusals").asLong();
-        if (0 == ops || 0 != wrong || 0 != protection || staleRefusals != staleRequests)
+        final long unbound = r.path("unboundTransfers").asLong();
+        if (0 == ops || 0 != wrong || 0 != protection || staleRefusals != staleRequests || unbound > 0)
         {
             throw new MrdException(ErrorCode.EIO, "RDMA worker " + worker + ": " + ops + " operations, " + wrong +
                 " wrong bytes, " + protection + " protection errors on live keys, " + staleRefusals + " of " +
-                staleRequests + " stale keys refused (expected > 0, 0, 0, all)");
+                staleRequests + " stale keys refused, " + unbound + " unbound transfers (expected > 0, 0, 0, all, 0)");
         }
     }
 

@@ -127,7 +127,8 @@ public final class WorkerCommand implements Callable<Integer>
             "--provider ibverbs; without an RDMA NIC, MRD_IBVERBS_LIBRARY pointing at the emulated device for the " +
             "daemon and both workers), every byte checked at its target, and requests posted on purpose with the " +
             "keys of memory just freed. Needs --name. The JSON line has rdmaOps, bytesVerified, wrongBytes, " +
-            "protectionErrors, staleKeyRequests and staleKeyRefusals.")
+            "protectionErrors, staleKeyRequests, staleKeyRefusals and unboundTransfers (transfers the emulated " +
+            "device refused because an MR's page had been freed: a key of freed memory; -1 on a real device).")
     String rdmaPeer;
 
     @Option(names = "--rdma-seconds", paramLabel = "S", defaultValue = "5",
@@ -256,6 +257,7 @@ public final class WorkerCommand implements Callable<Integer>
             result.put("staleKeyRequests", r.staleKeyRequests());
             result.put("staleKeyRefusals", r.staleKeyRefusals());
             result.put("stagingRotations", r.rotations());
+            result.put("unboundTransfers", r.unboundTransfers());
             result.put("seconds", rdmaSeconds);
             result.put("firstError", r.firstError());
             final PrintWriter out = spec.commandLine().getOut();

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -20,7 +21,9 @@ import static org.junit.jupiter.api.Assertions.fail;
  * The emulated RDMA device's own tests: {@code emulator/test/mrdemu_test.c}, compiled against the installed
  * {@code <infiniband/verbs.h>} and linked with {@code libmrdemu.so}, one JUnit test per C case, each in its own
  * process (the cross-process cases fork). A failing case shows the C program's output: file:line, the check and
- * the values.
+ * the values. Each case gets a host directory of its own ({@code MRDEMU_DIR}), so that its device is its own: the
+ * cases count objects, wait for an index to be reused and open the device in several processes, and other tests
+ * on the host use the default device at the same time.
  */
 final class EmulatorTest
 {
@@ -44,12 +47,14 @@ final class EmulatorTest
         try
         {
             final Path out = Files.createTempFile("mrdemu-test-", ".out");
+            final Path device = Files.createTempDirectory("mrdemu-dir-");
             try
             {
-                final Process process = new ProcessBuilder(program.toString(), argument)
+                final ProcessBuilder builder = new ProcessBuilder(program.toString(), argument)
                     .redirectErrorStream(true)
-                    .redirectOutput(out.toFile())
-                    .start();
+                    .redirectOutput(out.toFile());
+                builder.environment().put("MRDEMU_DIR", device.toString());
+                final Process process = builder.start();
                 if (!process.waitFor(CASE_TIMEOUT_SECONDS, TimeUnit.SECONDS))
                 {
                     process.destroyForcibly().waitFor();
@@ -64,6 +69,10 @@ final class EmulatorTest
             finally
             {
                 Files.deleteIfExists(out);
+                try (Stream<Path> files = Files.walk(device))
+                {
+                    files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+                }
             }
         }
         catch (final IOException ex)

@@ -17,6 +17,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -164,6 +165,8 @@ final class VerbsFromJavaTest
         attr.set(JAVA_BYTE, layoutOf("ibv_qp_attr.max_dest_rd_atomic"), (byte)1);
         attr.set(JAVA_BYTE, layoutOf("ibv_qp_attr.min_rnr_timer"), (byte)12);
         attr.set(JAVA_BYTE, layoutOf("ibv_qp_attr.ah_attr") + layoutOf("ibv_ah_attr.port_num"), (byte)1);
+        // the port's LID (ibv_query_port): the device delivers a request only to the DLID of its port
+        attr.set(JAVA_SHORT, layoutOf("ibv_qp_attr.ah_attr") + layoutOf("ibv_ah_attr.dlid"), (short)1);
         assertEquals(0, (int)modify.invokeExact(qp, attr, (int)(layoutOf("IBV_QP_STATE") | layoutOf("IBV_QP_AV") |
             layoutOf("IBV_QP_PATH_MTU") | layoutOf("IBV_QP_DEST_QPN") | layoutOf("IBV_QP_RQ_PSN") |
             layoutOf("IBV_QP_MAX_DEST_RD_ATOMIC") | layoutOf("IBV_QP_MIN_RNR_TIMER"))), "RTR");

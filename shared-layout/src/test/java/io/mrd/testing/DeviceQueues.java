@@ -14,7 +14,8 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * The live CQs and QPs of the emulated device, each with the process that created it, as
+ * The live CQs and QPs of a context of the emulated device (the context the given {@code ibv_context} opened or
+ * imported; the device is the host's, shared with other tests), each with the process that created it, as
  * {@code mrdemu_handle_creator} says: what a test counts when other processes create and destroy queues of their
  * own while it looks (a {@link LiveObjects} total taken at one instant includes theirs). The handles are read
  * one by one, so a queue created or destroyed during the walk may or may not be in it: count the queues of a
@@ -23,8 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 @SuppressWarnings("restricted")
 public final class DeviceQueues
 {
-    // the emulator's EMU_MAX_CQ and EMU_MAX_QP (emulator/src/state.h): every handle it can give
-    private static final int MAX_HANDLES = 1024;
+    // the emulator's EMU_MAX_CQ and EMU_MAX_QP (emulator/src/state.h): every handle the host-wide device can give
+    private static final int MAX_HANDLES = 4096;
     // mrdemu.h's MRDEMU_HANDLE_CQ and MRDEMU_HANDLE_QP
     private static final int HANDLE_CQ = 1;
     private static final int HANDLE_QP = 2;

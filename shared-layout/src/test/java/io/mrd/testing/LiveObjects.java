@@ -12,8 +12,9 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
- * What the emulated device holds, as {@code mrdemu_live_objects} counts it: every PD, MR, CQ and QP of the
- * device, whichever process created it (imports are not objects).
+ * What a context of the emulated device holds, as {@code mrdemu_live_objects} counts it: every PD, MR, CQ and QP
+ * of the context (the ucontext an {@code ibv_open_device} made and every import of its command file shares),
+ * whichever process created it; not those of other contexts on the host-wide device (imports are not objects).
  */
 @SuppressWarnings("restricted")
 public record LiveObjects(int pds, int mrs, int cqs, int qps)

@@ -100,6 +100,8 @@ public final class RdmaExchange
     private final SgeList sges = new SgeList(3);
     private final WorkCompletions completions = new WorkCompletions(32);
     private final StaleKeyProbe probe;
+    private final UnboundTransfers unbound;
+    private final long unboundAtStart;
 
     private int peerId;
     private long peerWindow;
@@ -140,17 +142,21 @@ public final class RdmaExchange
      * @param staleTargetsChecked  those whose target could be read back (the memory was allocated again there).
      * @param rotations            times the staging memory was freed and allocated again.
      * @param rotationsSameAddress of those, how many got the same address back (a stale key would reach it).
+     * @param unboundTransfers     transfers the emulated device refused during the run because an MR's page was
+     *                             gone (a key of freed memory that an HCA would have honoured; any side's, the
+     *                             count is the daemon's context's), -1 when the device cannot say.
      * @param firstError           what went wrong first, "" when nothing did.
      */
     public record Result(
         long wrs, long bytesVerified, long wrongBytes, long protectionErrors, long otherErrors, long staleKeyRequests,
-        long staleKeyRefusals, long staleTargetsChecked, long rotations, long rotationsSameAddress, String firstError)
+        long staleKeyRefusals, long staleTargetsChecked, long rotations, long rotationsSameAddress,
+        long unboundTransfers, String firstError)
     {
-        /** @return true when nothing was wrong and every stale-key request was refused. */
+        /** @return true when nothing was wrong, no transfer was unbound and every stale-key request was refused. */
         public boolean clean()
         {
             return wrongBytes == 0 && protectionErrors == 0 && otherErrors == 0 && staleKeyRequests == staleKeyRefusals &&
-                firstError.isEmpty();
+                unboundTransfers <= 0 && firstError.isEmpty();
         }
     }
 
@@ -175,6 +181,8 @@ public final class RdmaExchange
         this.cq = verbs.createCq(4 * W + RECEIVES + 64);
         this.qp = verbs.createRcQp(cq, cq, new QpCaps(4 * W + 32, RECEIVES, 3, 2));
         this.probe = new StaleKeyProbe(client, cache, verbs, window);
+        this.unbound = new UnboundTransfers(verbs);
+        this.unboundAtStart = unbound.read();
     }
 
     /**
@@ -182,8 +190,10 @@ public final class RdmaExchange
      */
     public Result result()
     {
+        final long unboundNow = unbound.read();
         return new Result(wrs, bytesVerified, wrongBytes, liveProtectionErrors, otherErrors, probe.probes,
             probe.refused, probe.targetsChecked, rotations, rotationsSameAddress,
+            unboundNow < 0 ? -1 : unboundNow - unboundAtStart,
             !firstError.isEmpty() || probe.notRefused.isEmpty() ? firstError :
             "a stale-key request completed with " + probe.notRefused);
     }

@@ -1,6 +1,7 @@
 package io.mrd.cli.reliability;
 
 import io.mrd.cli.rdma.RdmaExchange;
+import io.mrd.cli.rdma.UnboundTransfers;
 import io.mrd.layout.MrdCounter;
 import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrdClient;
@@ -40,7 +41,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  *       queues (no CQ or QP the victim created is left on the device), the peers go on.</li>
  * </ul>
  * Prints FIGURE lines; passes with at least 10,000 work requests a second, no wrong byte, no protection error on
- * a live key, every stale-key request refused.
+ * a live key, every stale-key request refused, and no unbound transfer: the device never had to refuse a transfer
+ * because an MR's page had been freed (a key of freed memory, which an HCA would have honoured; the emulated
+ * device's {@code mrdemu_unbound_transfers} on the daemon's context).
  */
 final class RdmaEndToEndTest
 {
@@ -52,6 +55,9 @@ final class RdmaEndToEndTest
 
     @TempDir
     Path exchange;
+
+    /** The daemon's context's unbound transfers, for failure messages; null until the observer attached. */
+    private UnboundTransfers unboundTransfers;
 
     @Test
     void twoPeersMoveDataWithMrdsKeysWhileMemoryIsFreedAndAVictimWithWorkInFlightIsKilled()
@@ -73,6 +79,7 @@ final class RdmaEndToEndTest
             final long devGenAtStart = daemon.ctl.header().devGen();
             // the observer's own import counts no object: it reads the device's count
             final Verbs device = observer.verbs();
+            unboundTransfers = new UnboundTransfers(device);
 
             killAVictimWithWorkInFlight(daemon, env, library, device, a, b);
 
@@ -85,6 +92,7 @@ final class RdmaEndToEndTest
             ChildJvm.await("every allocation freed and every MR deregistered", WAIT, () ->
                 daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0);
             final LiveObjects atEnd = LiveObjects.of(library, device.context());
+            final long unbound = unboundTransfers.read();
             assertEquals(new LiveObjects(1, 0, 0, 0), atEnd, "the device holds the daemon's PD and nothing else");
             daemon.assertHealthy("at the end");
 
@@ -102,11 +110,16 @@ final class RdmaEndToEndTest
                 total.get("rotationsSameAddress") + " devGenBumps=" + devGenBumps + " churner " + churned);
             System.out.println("FIGURE rdma-e2e liveObjectsAtEnd pds=" + atEnd.pds() + " mrs=" + atEnd.mrs() +
                 " cqs=" + atEnd.cqs() + " qps=" + atEnd.qps());
+            System.out.println("FIGURE rdma-e2e unboundTransfers daemonContext=" + unbound + " peers=" +
+                total.get("unboundTransfers"));
 
             assertEquals(0, total.get("wrongBytes"), "wrong bytes at a target");
             assertEquals(0, total.get("liveProtectionErrors"), () -> "protection errors on live keys: " +
                 a.output() + b.output());
             assertEquals(0, total.get("otherErrors"), "other work completion errors");
+            assertEquals(0, unbound, () -> "transfers the device refused because an MR's page was freed (a key of " +
+                "freed memory): " + a.output() + b.output());
+            assertEquals(0, total.get("unboundTransfers"), "unbound transfers the peers saw");
             assertTrue(total.get("wrs") >= 10_000 * seconds, "work requests: " + total.get("wrs"));
             assertTrue(total.get("bytesVerified") > 0);
             assertTrue(total.get("staleProbes") > 0, "stale-key requests were posted");
@@ -200,7 +213,7 @@ final class RdmaEndToEndTest
      * Fails with the peers' errors (a work completion with an error status, a wrong byte) if they printed any:
      * a queue pair in the error state ends its peer's traffic too, so both are shown.
      */
-    private static void assertMovingData(final ChildJvm a, final ChildJvm b)
+    private void assertMovingData(final ChildJvm a, final ChildJvm b)
     {
         final StringBuilder errors = new StringBuilder();
         for (final ChildJvm peer : List.of(a, b))
@@ -219,7 +232,8 @@ final class RdmaEndToEndTest
         }
         if (!errors.isEmpty())
         {
-            throw new AssertionError("the peers failed:" + errors + tail(a) + tail(b));
+            throw new AssertionError("the peers failed (unbound transfers on the daemon's context: " +
+                (null == unboundTransfers ? "?" : unboundTransfers.read()) + "):" + errors + tail(a) + tail(b));
         }
     }
 

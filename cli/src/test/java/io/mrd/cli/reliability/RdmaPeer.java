@@ -36,7 +36,8 @@ public final class RdmaPeer
                 r.wrongBytes() + " liveProtectionErrors=" + r.protectionErrors() + " otherErrors=" + r.otherErrors() +
                 " staleProbes=" + r.staleKeyRequests() + " staleRefused=" + r.staleKeyRefusals() +
                 " staleTargetsChecked=" + r.staleTargetsChecked() + " rotations=" + r.rotations() +
-                " rotationsSameAddress=" + r.rotationsSameAddress() + " firstError=" +
+                " rotationsSameAddress=" + r.rotationsSameAddress() + " unboundTransfers=" + r.unboundTransfers() +
+                " firstError=" +
                 (r.firstError().isEmpty() ? "none" : r.firstError().replace(' ', '_')));
         }
         System.exit(0);

@@ -19,8 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@code mrd worker --rdma-peer}, the RDMA step of {@code mrd demo}: two workers against a daemon on the emulated
- * device RDMA-write into each other's buffers and print rdmaOps, bytesVerified, wrongBytes, protectionErrors and
- * staleKeyRefusals in their JSON line; against a soft daemon the option fails naming the provider to use.
+ * device RDMA-write into each other's buffers and print rdmaOps, bytesVerified, wrongBytes, protectionErrors,
+ * staleKeyRefusals and unboundTransfers (0: the device never refused a transfer to freed memory) in their JSON line; against a soft daemon the option fails naming the provider to use.
  */
 final class WorkerRdmaTest
 {
@@ -64,6 +64,7 @@ final class WorkerRdmaTest
                 assertTrue(result.path("bytesVerified").asLong() > 0, lines.getLast());
                 assertEquals(0, result.path("wrongBytes").asLong(), lines.getLast());
                 assertEquals(0, result.path("protectionErrors").asLong(), lines.getLast());
+                assertEquals(0, result.path("unboundTransfers").asLong(-1), lines.getLast());
                 assertTrue(result.path("staleKeyRequests").asLong() > 0, lines.getLast());
                 assertEquals(result.path("staleKeyRequests").asLong(), result.path("staleKeyRefusals").asLong(),
                     lines.getLast());

@@ -30,6 +30,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import static io.mrd.primary.server.ServerFixture.await;
@@ -40,14 +41,15 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * IMPORT_PD and QUEUES against an in-process daemon on the emulated device (whose context's command file is a
- * memfd named {@code mrdemu0}; the test's own imports stand for other processes'), and against a soft daemon,
- * which has no device to share.
+ * IMPORT_PD and QUEUES against an in-process daemon on the emulated device (whose context's command file is the
+ * context's holder file, {@code <MRDEMU_DIR>/mrdemu0.ctx-<id>}; the test's own imports stand for other processes'),
+ * and against a soft daemon, which has no device to share.
  */
 class DeviceSharingTest
 {
     private static final long BASE = ServerFixture.base(6);
-    private static final String COMMAND_FILE = "/memfd:mrdemu0";
+    /** The emulated device's holder file of a context (emulator/src/context.c). */
+    private static final Pattern COMMAND_FILE = Pattern.compile(".*/mrdemu0\\.ctx-[0-9]+");
 
     @TempDir
     Path dir;
@@ -85,7 +87,7 @@ class DeviceSharingTest
                     final DaemonConnection.Answer answer = connection.callForFd(new Message.ImportPd());
                     final Message.PdImported imported = assertInstanceOf(Message.PdImported.class, answer.reply());
                     assertEquals(EmulatedDevice.DEVICE_NAME, imported.device());
-                    assertEquals(COMMAND_FILE, link(answer.fd()));
+                    assertTrue(COMMAND_FILE.matcher(link(answer.fd())).matches(), link(answer.fd()));
                     // the device refuses a PD handle it does not know: importing is the check
                     imports.add(Verbs.importDevice(EmulatedDevice.library().toString(), answer.fd(),
                         imported.pdHandle(), imported.device(), QueueReporter.NONE));
@@ -149,7 +151,7 @@ class DeviceSharingTest
                 }
                 assertTrue(all.await(60, TimeUnit.SECONDS), "replies: " + replies.size() + " of " + (requests + 1));
                 assertEquals(List.of(importId), List.copyOf(fds.keySet()), "one descriptor, with IMPORT_PD's reply");
-                assertEquals(COMMAND_FILE, link(fds.get(importId)));
+                assertTrue(COMMAND_FILE.matcher(link(fds.get(importId))).matches(), link(fds.get(importId)));
                 assertInstanceOf(Message.PdImported.class, replies.get(importId).message());
             }
             finally
@@ -280,7 +282,7 @@ class DeviceSharingTest
             {
                 try
                 {
-                    return Files.readSymbolicLink(fd).toString().startsWith(COMMAND_FILE);
+                    return COMMAND_FILE.matcher(Files.readSymbolicLink(fd).toString()).matches();
                 }
                 catch (final IOException ex)
                 {
