@@ -8,6 +8,7 @@
 #define MRDEMU_INTERNAL_H
 
 #include "state.h"
+#include "surface.h"
 
 #include <pthread.h>
 
@@ -32,15 +33,25 @@ struct emu_mr {
 };
 
 struct emu_cq {
-	struct ibv_cq cq;
+	/* An ibv_cq_ex (cq_ex.c) begins with the fields of an ibv_cq. */
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
 	uint32_t index;
 	uint32_t gen;
+	struct emu_cq_surface surface;	/* surface.h: channel and extended polling */
 };
 
 struct emu_qp {
-	struct ibv_qp qp;
+	/* An ibv_qp_ex (qp_ex.c) begins with an ibv_qp. */
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
 	uint32_t index;
 	uint32_t gen;
+	struct emu_wr_batch *batch;	/* qp_ex.c: the ibv_wr_* requests being built; NULL otherwise */
 };
 
 static inline struct emu_context *emu_ctx(struct ibv_context *context)
@@ -87,7 +98,6 @@ int emu_destroy_cq_entry(struct emu_context *ctx, uint32_t index);
 int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-int emu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void emu_ring_doorbell(struct emu_shared *sh);
 
 /* engine.c */

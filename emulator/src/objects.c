@@ -305,8 +305,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 
 	if (emu_gone(sh))
 		return fail_null(EIO);
-	/* No completion channels: completions are polled. */
-	if (cqe < 1 || (uint32_t)cqe > EMU_MAX_CQE || channel || comp_vector != 0)
+	if (cqe < 1 || (uint32_t)cqe > EMU_MAX_CQE || comp_vector != 0)
 		return fail_null(EINVAL);
 	capacity = pow2_at_least((uint32_t)cqe);
 	pages = pages_for((uint64_t)capacity * sizeof(struct emu_cqe));
@@ -346,6 +345,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_cond_init(&ecq->cq.cond, NULL);
 	ecq->index = index;
 	ecq->gen = e->gen;
+	emu_cq_bind(ecq, channel);
 	return &ecq->cq;
 }
 
@@ -378,6 +378,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	int rc;
 
 	if (emu_gone(ctx->sh)) {
+		emu_cq_unbind(ecq);
 		free(ecq);
 		return 0;
 	}
@@ -386,6 +387,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	rc = emu_destroy_cq_entry(ctx, ecq->index);
 	if (rc)
 		return rc;
+	emu_cq_unbind(ecq);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
 	free(ecq);
@@ -565,6 +567,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	int rc;
 
 	if (emu_gone(ctx->sh)) {
+		emu_qp_surface_free(eqp);
 		free(eqp);
 		return 0;
 	}
@@ -573,6 +576,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	rc = emu_destroy_qp_entry(ctx, eqp->index);
 	if (rc)
 		return rc;
+	emu_qp_surface_free(eqp);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
 	free(eqp);

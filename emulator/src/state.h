@@ -46,13 +46,15 @@
 
 #include <infiniband/verbs.h>
 
+#include "channel.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define EMU_MAGIC 0x756d65647272646dULL /* "mdrrdemu" */
-#define EMU_LAYOUT_VERSION 2u
+#define EMU_LAYOUT_VERSION 3u
 
 /* Table capacities, reported by ibv_query_device. */
 #define EMU_MAX_PD 256u
@@ -139,6 +141,8 @@ struct emu_cqe {
 	uint32_t qp_epoch;	/* emu_qp_entry.epoch when the WR was posted */
 	uint32_t queue;		/* 0 send, 1 receive */
 	uint32_t retire_to;	/* the queue's consumer count after this WR */
+	uint32_t solicited;	/* a receive of a SEND with IBV_SEND_SOLICITED: wakes a solicited-only arm */
+	uint32_t pad;
 };
 
 struct emu_cq_entry {
@@ -152,6 +156,7 @@ struct emu_cq_entry {
 	uint64_t dropped;
 	uint32_t creator_pid;
 	uint32_t pad;
+	struct emu_cq_notify notify;	/* channel.h: the completion channel's arm and its owner */
 	_Alignas(64) _Atomic uint32_t prod;	/* written by the engine only */
 	_Alignas(64) _Atomic uint32_t cons;	/* written by pollers, under poll_lock */
 	emu_spin poll_lock;
