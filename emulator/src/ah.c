@@ -50,7 +50,7 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct emu_ah *ah;
 
-	if (emu_gone(emu_sh(pd->context))) {
+	if (emu_context_gone(pd->context)) {
 		errno = EIO;
 		return NULL;
 	}

@@ -146,7 +146,7 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device
 {
 	struct emu_shared *sh = emu_sh(context);
 
-	if (emu_gone(sh))
+	if (emu_context_gone(context))
 		return EIO;
 	fill_device_attr(sh, device_attr);
 	return 0;
@@ -166,7 +166,7 @@ int emu_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 
 	if (input && input->comp_mask)
 		return EINVAL;
-	if (emu_gone(sh))
+	if (emu_context_gone(context))
 		return EIO;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
@@ -186,7 +186,7 @@ static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct 
 {
 	struct emu_shared *sh = emu_sh(context);
 
-	if (emu_gone(sh))
+	if (emu_context_gone(context))
 		return EIO;
 	if (port_num != 1)
 		return EINVAL;
@@ -244,7 +244,7 @@ static int gid_entry(struct ibv_context *context, uint32_t port_num, uint32_t in
 {
 	uint64_t guid;
 
-	if (emu_gone(emu_sh(context)))
+	if (emu_context_gone(context))
 		return EIO;
 	if (port_num != 1 || index >= EMU_GID_TBL_LEN)
 		return EINVAL;
@@ -313,7 +313,7 @@ ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *
 
 	if (flags || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	if (emu_gone(emu_sh(context)))
+	if (emu_context_gone(context))
 		return -EIO;
 	for (uint32_t port = 1; port <= EMU_PORT_COUNT; port++) {
 		for (uint32_t i = 0; i < EMU_GID_TBL_LEN; i++) {
@@ -352,7 +352,7 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned i
 /* One entry: the default full-membership P_Key 0xffff at index 0. */
 int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
-	if (emu_gone(emu_sh(context))) {
+	if (emu_context_gone(context)) {
 		errno = EIO;
 		return -1;
 	}

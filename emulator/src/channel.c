@@ -60,7 +60,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 	struct stat st;
 	int fds[2];
 
-	if (emu_gone(emu_sh(context))) {
+	if (emu_context_gone(context)) {
 		errno = EIO;
 		return NULL;
 	}
@@ -174,7 +174,7 @@ int emu_req_notify(struct ibv_cq *cq, int solicited_only)
 	struct emu_cq_entry *e;
 	uint32_t cur, next;
 
-	if (emu_gone(sh))
+	if (emu_context_gone(cq->context))
 		return EIO;
 	if (ecq->index >= EMU_MAX_CQ)
 		return EINVAL;

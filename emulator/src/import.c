@@ -22,7 +22,7 @@ struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
 	struct emu_mr *emr;
 	uint32_t key;
 
-	if (emu_gone(sh)) {
+	if (emu_context_gone(pd->context)) {
 		errno = EIO;
 		return NULL;
 	}

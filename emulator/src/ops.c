@@ -36,6 +36,11 @@ static int no_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct 
 	return EOPNOTSUPP;
 }
 
+int emu_context_gone(struct ibv_context *context)
+{
+	return emu_gone(emu_sh(context));
+}
+
 void emu_surface_open(struct emu_context *ctx)
 {
 	struct ibv_context *ic = &ctx->vctx.context;

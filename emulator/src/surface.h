@@ -61,6 +61,9 @@ void emu_cq_completed(struct emu_shared *sh, struct emu_cq_entry *cq, const stru
 
 /* ---- between surface files ---------------------------------------------------------- */
 
+/* ops.c: whether context's device is gone (the core's emu_gone, in the one place that names it). */
+int emu_context_gone(struct ibv_context *context);
+
 /* attributes.c */
 uint64_t emu_node_guid(uint32_t device_index);
 int emu_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *port_attr,

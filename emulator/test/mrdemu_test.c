@@ -1289,13 +1289,6 @@ static void max_mr_size_follows_mrdemu_max_mr_size_and_bounds_registration(void)
 
 /* ---- main ---------------------------------------------------------------------------------------- */
 
-struct test_case {
-	const char *name;
-	void (*run)(void);
-};
-
-#define CASE(f) { #f, f }
-
 static const struct test_case cases[] = {
 	CASE(send_write_read_move_the_bytes_and_complete),
 	CASE(atomics_fetch_add_and_compare_swap),
@@ -1325,31 +1318,5 @@ static const struct test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-	size_t n = sizeof(cases) / sizeof(cases[0]);
-
-	setvbuf(stdout, NULL, _IONBF, 0);
-	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
-		for (size_t i = 0; i < n; i++)
-			printf("%s\n", cases[i].name);
-		return 0;
-	}
-	for (int a = 1; a < argc; a++) {
-		size_t i;
-
-		for (i = 0; i < n && strcmp(cases[i].name, argv[a]) != 0; i++)
-			;
-		if (i == n) {
-			fprintf(stderr, "no test case %s (--list shows them)\n", argv[a]);
-			return 2;
-		}
-		cases[i].run();
-		printf("%s: passed\n", argv[a]);
-	}
-	if (argc == 1) {
-		for (size_t i = 0; i < n; i++) {
-			cases[i].run();
-			printf("%s: passed\n", cases[i].name);
-		}
-	}
-	return 0;
+	return run_cases(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
 }
