@@ -153,8 +153,8 @@ int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device
 }
 
 /*
- * Everything past orig_attr is zero but phys_port_cnt_ex and the flags: no
- * ODP, no timestamps, no TSO/RSS, no device memory, no tag matching, so that
+ * Everything past orig_attr is zero but phys_port_cnt_ex, max_dm_size (dm.c)
+ * and the flags: no ODP, no timestamps, no TSO/RSS, no tag matching, so that
  * tests needing those skip as they do on a NIC without them. A caller built
  * against an older header passes a shorter struct: write no further.
  */
@@ -174,6 +174,7 @@ int emu_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 	fill_device_attr(sh, &full.orig_attr);
 	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
 	full.phys_port_cnt_ex = EMU_PORT_COUNT;
+	full.max_dm_size = EMU_MAX_DM_SIZE;
 	memcpy(attr, &full, attr_size < sizeof(full) ? attr_size : sizeof(full));
 	if (attr_size > sizeof(full))
 		memset((char *)attr + sizeof(full), 0, attr_size - sizeof(full));

@@ -49,6 +49,7 @@ void emu_surface_open(struct emu_context *ctx)
 	ctx->vctx.query_device_ex = emu_query_device_ex;
 	ctx->vctx.create_cq_ex = emu_create_cq_ex;
 	ctx->vctx.create_qp_ex = emu_create_qp_ex;
+	emu_dm_open(ctx);
 	ic->ops._compat_query_device = ibv_query_device;
 	ic->ops._compat_query_port = ibv_query_port;
 	ic->ops.req_notify_cq = emu_req_notify;

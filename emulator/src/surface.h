@@ -6,6 +6,7 @@
  *   cq_ex.c        ibv_create_cq_ex and the extended polling ops
  *   qp_ex.c        ibv_create_qp_ex and the ibv_wr_* work request builder
  *   ah.c           address handles
+ *   dm.c           device memory
  *   import.c       ibv_import_mr (objects another process registered)
  *   strings.c      the enum-to-string and rate helpers
  *   unsupported.c  every other libibverbs symbol, returning its documented error
@@ -73,6 +74,10 @@ int emu_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 /* Whether gid is a valid entry of port_num's GID table: its index, else -1. */
 int emu_gid_index(struct ibv_context *context, uint8_t port_num, const union ibv_gid *gid);
 #define EMU_GID_TBL_LEN 8
+
+/* dm.c: the verbs_context entries of device memory; the largest DM (ibv_query_device_ex's max_dm_size). */
+void emu_dm_open(struct emu_context *ctx);
+#define EMU_MAX_DM_SIZE (128u * 1024u)
 
 /* channel.c */
 int emu_req_notify(struct ibv_cq *cq, int solicited_only);

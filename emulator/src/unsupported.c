@@ -99,18 +99,6 @@ WEAK struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t
 	return null_eopnotsupp();
 }
 
-/* No device memory (max_dm_size 0). */
-WEAK struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)
-{
-	(void)context, (void)dm_handle;
-	return null_eopnotsupp();
-}
-
-WEAK void ibv_unimport_dm(struct ibv_dm *dm)
-{
-	(void)dm;
-}
-
 /* No enhanced connection establishment options. */
 WEAK int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {

@@ -1,8 +1,8 @@
 /*
  * surface_test.c - the emulated device's verbs beyond the core's objects
  * (src/surface.h): what it reports (GUID, vendor, port, GIDs, P_Keys),
- * completion channels, the extended CQ and QP, address handles, and the
- * stubs' errors. Built and run as mrdemu_test.c is (EmulatedDevice,
+ * completion channels, the extended CQ and QP, device memory, address
+ * handles, and the stubs' errors. Built and run as mrdemu_test.c is (EmulatedDevice,
  * EmulatorTest): --list prints the cases, a case name runs it.
  */
 #include "harness.h"
@@ -468,6 +468,59 @@ static void qp_ex_posts_rdma_write_and_atomics_with_ibv_wr(void)
 	rig_close(&r);
 }
 
+/* ---- device memory ---------------------------------------------------------------------------- */
+
+static void device_memory_copies_in_words_and_registers_zero_based(void)
+{
+	struct rig r = rig_open();
+	struct ibv_device_attr_ex ex;
+	struct ibv_alloc_dm_attr attr = { .length = 256 };
+	struct ibv_context *imp;
+	struct ibv_dm *dm, *seen;
+	struct ibv_mr *dmr;
+	struct pair p;
+	struct ibv_sge s;
+	char out[64];
+
+	CHECK_EQ(ibv_query_device_ex(r.ctx, NULL, &ex), 0, "query_device_ex");
+	CHECK(ex.max_dm_size >= 4096, "max_dm_size %" PRIu64, (uint64_t)ex.max_dm_size);
+	dm = ibv_alloc_dm(r.ctx, &attr);
+	CHECK(dm, "ibv_alloc_dm: %s", strerror(errno));
+	memset(r.buf, 'd', 64);
+	CHECK_EQ(ibv_memcpy_to_dm(dm, 64, r.buf, 64), 0, "to the DM");
+	CHECK_EQ(ibv_memcpy_to_dm(dm, 2, r.buf, 4), EINVAL, "an offset not in words");
+	CHECK_EQ(ibv_memcpy_to_dm(dm, 252, r.buf, 8), EINVAL, "past the end");
+	/* Another context of the device sees the same bytes through the handle. */
+	imp = ibv_import_device(dup(r.ctx->cmd_fd));
+	CHECK(imp, "ibv_import_device");
+	seen = ibv_import_dm(imp, dm->handle);
+	CHECK(seen, "ibv_import_dm: %s", strerror(errno));
+	CHECK_EQ(ibv_memcpy_from_dm(out, seen, 64, 64), 0, "from the imported DM");
+	CHECK(all_bytes(out, 64, 'd'), "the bytes copied in");
+	ibv_unimport_dm(seen);
+	CHECK(!ibv_import_dm(imp, dm->handle + 1) && errno == EINVAL, "a handle that names no DM");
+	ibv_close_device(imp);
+	/* An RDMA WRITE into a zero-based MR on the DM: iova 0 is the MR's first byte. */
+	CHECK(!ibv_reg_dm_mr(r.pd, dm, 0, 256, IBV_ACCESS_LOCAL_WRITE) && errno == EINVAL, "not zero-based");
+	dmr = ibv_reg_dm_mr(r.pd, dm, 128, 128, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE | ALL_REMOTE);
+	CHECK(dmr, "ibv_reg_dm_mr: %s", strerror(errno));
+	CHECK_EQ(ibv_free_dm(dm), EBUSY, "a DM with an MR is busy");
+	p = pair_with(r.ctx, r.pd, create_cq(r.ctx, 16));
+	memset(r.buf, 'w', 32);
+	s = sge_of(r.buf, 32, r.mr);
+	post_send_ok(p.a, 1, IBV_WR_RDMA_WRITE, &s, 1, 16, dmr->rkey);
+	CHECK_EQ(poll_one(p.cqa).status, IBV_WC_SUCCESS, "write into the DM");
+	CHECK_EQ(ibv_memcpy_from_dm(out, dm, 128 + 16, 32), 0, "read back");
+	CHECK(all_bytes(out, 32, 'w'), "the write landed at the MR's offset 16");
+	pair_destroy(&p);
+	CHECK_EQ(ibv_destroy_cq(p.cqa), 0, "destroy cq");
+	CHECK_EQ(ibv_dereg_mr(dmr), 0, "dereg the DM MR");
+	CHECK_EQ(ibv_free_dm(dm), 0, "ibv_free_dm");
+	attr.length = ex.max_dm_size + 1;
+	CHECK(!ibv_alloc_dm(r.ctx, &attr) && errno == ENOMEM, "past max_dm_size");
+	rig_close(&r);
+}
+
 /* ---- address handles, fork, the rest --------------------------------------------------------- */
 
 static void address_handles_check_port_and_source_gid(void)
@@ -531,6 +584,7 @@ static const struct test_case cases[] = {
 	CASE(destroy_cq_waits_for_the_ack_of_its_events),
 	CASE(create_cq_ex_polls_with_start_next_end),
 	CASE(qp_ex_posts_rdma_write_and_atomics_with_ibv_wr),
+	CASE(device_memory_copies_in_words_and_registers_zero_based),
 	CASE(address_handles_check_port_and_source_gid),
 	CASE(unsupported_verbs_return_their_documented_error),
 };
