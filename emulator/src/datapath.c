@@ -279,11 +279,3 @@ int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 		return -EOVERFLOW;
 	return n;
 }
-
-/* No completion channels (ibv_create_cq refuses one): completions are polled. */
-int emu_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	(void)cq;
-	(void)solicited_only;
-	return EOPNOTSUPP;
-}

@@ -100,6 +100,7 @@ static void push_cqe(struct emu_shared *sh, struct emu_qp_entry *qp, uint32_t cq
 	}
 	*emu_cqe_at(sh, cq, prod) = *c;
 	atomic_store_explicit(&cq->prod, prod + 1, memory_order_release);
+	emu_cq_completed(sh, cq, c);
 }
 
 static enum ibv_wc_opcode send_wc_opcode(uint32_t op)
@@ -165,6 +166,7 @@ void emu_complete_recv(struct emu_shared *sh, struct emu_qp_entry *qp, const str
 
 	init_cqe(&c, qp, 1, cons + 1, r->wr_id, status, opcode, byte_len);
 	c.wc.src_qp = src_qp;
+	c.solicited = w && (w->flags & IBV_SEND_SOLICITED);
 	if (w && (w->opcode == IBV_WR_SEND_WITH_IMM || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
 		c.wc.wc_flags = IBV_WC_WITH_IMM;
 		c.wc.imm_data = w->imm;

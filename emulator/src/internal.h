@@ -10,6 +10,7 @@
 #define MRDEMU_INTERNAL_H
 
 #include "state.h"
+#include "surface.h"
 
 #include <pthread.h>
 
@@ -65,15 +66,25 @@ struct emu_mr {
 };
 
 struct emu_cq {
-	struct ibv_cq cq;
+	/* An ibv_cq_ex (cq_ex.c) begins with the fields of an ibv_cq. */
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cq_ex;
+	};
 	uint32_t index;
 	uint32_t gen;
+	struct emu_cq_surface surface;	/* surface.h: channel and extended polling */
 };
 
 struct emu_qp {
-	struct ibv_qp qp;
+	/* An ibv_qp_ex (qp_ex.c) begins with an ibv_qp. */
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qp_ex;
+	};
 	uint32_t index;
 	uint32_t gen;
+	struct emu_wr_batch *batch;	/* qp_ex.c: the ibv_wr_* requests being built; NULL otherwise */
 };
 
 static inline struct emu_context *emu_ctx(struct ibv_context *context)
@@ -137,6 +148,7 @@ int emu_destroy_cq_entry(struct emu_context *ctx, uint32_t index);
 int emu_dealloc_pd_entry(struct emu_shared *sh, uint32_t index);
 
 /* mr.c */
+uint32_t emu_mr_rkey(uint32_t key, uint32_t access);
 int emu_release_mr_entry(struct emu_device *d, uint32_t index, uint32_t key, struct emu_mr *local);
 
 /* binding.c: what pages an MR binds at registration, and letting go of them */
@@ -158,7 +170,6 @@ void emu_unbind(struct emu_device *d, const struct emu_extent *ext, uint32_t n, 
 int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 int emu_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-int emu_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 void emu_ring_doorbell(struct emu_shared *sh);
 
 /* The LID of the device's one port: a request whose DLID is another reaches nobody. */

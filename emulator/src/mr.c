@@ -3,10 +3,13 @@
  * re-registration and deregistration, and the keys.
  *
  * A key is (index << 8) | variant, the variant new at every registration of
- * the index and never 0, as mlx5 mkeys. The lkey is the key; the rkey is the
- * key when the access has a remote flag, else 0, as rxe reports it: no MR
- * has key 0, so a responder refuses it, and the lkey is refused as an rkey
- * for want of the remote access anyway.
+ * the index and never 0, as mlx5 mkeys. The lkey and the rkey are the key, as
+ * mlx5 reports them (rxe reports rkey 0 without remote access): an MR without
+ * remote access has no usable rkey all the same, since a responder refuses
+ * it for want of the access. mlx5's semantics because rdma-core's own
+ * test_mr_rereg_access needs them: an rkey read before ibv_rereg_mr adds
+ * remote access must work after it, and a re-registration that keeps the
+ * translation keeps the keys (mlx5 changes the mkey in place, rxe keeps it).
  *
  * Lock order: the device lock is taken for the table updates only; binding
  * (which reads /proc and copies memory) runs before it, the wait for DMA in
@@ -24,6 +27,13 @@
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |             \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_OPTIONAL_RANGE)
 #define EMU_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* The rkey reported for an MR of key and access (the file comment says why it does not depend on access). */
+uint32_t emu_mr_rkey(uint32_t key, uint32_t access)
+{
+	(void)access;
+	return key;
+}
 
 static void *fail_null(int err)
 {
@@ -106,7 +116,7 @@ static void fill_mr(struct emu_mr *emr, struct ibv_pd *pd, void *addr, size_t le
 	emr->mr.length = length;
 	emr->mr.handle = emr->index;
 	emr->mr.lkey = key;
-	emr->mr.rkey = (access & EMU_REMOTE) ? key : 0;
+	emr->mr.rkey = emu_mr_rkey(key, access);
 }
 
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
@@ -245,8 +255,9 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 }
 
 /*
- * Re-registration, as the kernel's rereg_user_mr: the MR keeps its handle and
- * gets new keys. The new translation, PD and access are checked and the new
+ * Re-registration, as the kernel's rereg_user_mr: the MR keeps its handle; it
+ * gets new keys when the translation changes, and keeps them when only the PD
+ * or the access does (as mlx5 and rxe). The new translation, PD and access are checked and the new
  * pages bound before the old registration is let go; on a failure after
  * that (IBV_REREG_MR_ERR_CMD) the MR is left registered as before.
  */
@@ -286,7 +297,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 		return IBV_REREG_MR_ERR_CMD;
 	}
 	emu_lock(sh);
-	variant = next_variant(e);
+	variant = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? next_variant(e) : e->variant;
 	emu_unlock(sh);
 	/* Bound before the old pages are let go: the same private range stays the device's file throughout. */
 	rc = emu_bind(c->dev, new_addr, new_len, new_access, emr->index, variant, &b);

@@ -1,25 +1,19 @@
 /*
- * mrdemu.c - an emulated RDMA device with libibverbs' ABI: the devices, the
- * contexts (opened and imported), and what they report.
+ * mrdemu.c - an emulated RDMA device with libibverbs' ABI: the devices and
+ * the contexts (opened and imported).
  *
  * Built against rdma-core's <infiniband/verbs.h> and loaded in place of
- * libibverbs.so.1 (MRD_IBVERBS_LIBRARY), it exports the names a program
- * compiled against that header resolves to, which are also the names an FFM
- * binding looks up:
- *   ibv_get_device_list, ibv_free_device_list, ibv_get_device_name,
- *   ibv_open_device, ibv_close_device, ibv_import_device,
- *   ibv_query_device (ibv_query_device_ex is inline over the verbs_context),
- *   ibv_query_port (the macro goes through the inline ___ibv_query_port,
- *   which calls verbs_context.query_port; the exported symbol takes the
- *   older, shorter struct _compat_ibv_port_attr),
- *   ibv_alloc_pd, ibv_dealloc_pd, ibv_import_pd, ibv_unimport_pd,
- *   ibv_reg_mr (a macro over the exported ibv_reg_mr / ibv_reg_mr_iova2),
- *   ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_dereg_mr,
- *   ibv_create_cq, ibv_destroy_cq, ibv_create_qp, ibv_destroy_qp,
- *   ibv_modify_qp, ibv_query_qp, ibv_rereg_mr,
- * and fills ops.post_send, ops.post_recv, ops.poll_cq, ops.req_notify_cq in
- * every context, which verbs.h's inline ibv_post_send, ibv_post_recv and
- * ibv_poll_cq call. mrdemu.h declares the extension symbols.
+ * libibverbs.so.1 (MRD_IBVERBS_LIBRARY, or LD_PRELOAD for any program), it
+ * exports every symbol the system's libibverbs.so.1 exports, with its
+ * version (libibverbs.map), so that nothing a program calls falls through to
+ * the real library. This file has ibv_get_device_list, ibv_free_device_list,
+ * ibv_get_device_name, ibv_open_device, ibv_close_device, ibv_import_device
+ * (device.c and context.c the host-wide device and its contexts); objects.c
+ * the PDs and CQs, mr.c the MRs (ibv_rereg_mr too), qp.c the QPs; datapath.c the ops verbs.h's inline
+ * ibv_post_send, ibv_post_recv and ibv_poll_cq call; surface.h lists the
+ * rest (what the device reports, completion channels, the extended CQ and QP,
+ * address handles, and the stubs of what is not emulated). mrdemu.h declares
+ * the extension symbols.
  *
  * Devices are mrdemu0 .. mrdemu<N-1>, N from MRDEMU_DEVICES (default 1, at
  * most 8), read by every ibv_get_device_list. Each is one device for the
@@ -124,109 +118,6 @@ static int device_index(struct ibv_device *device)
 	return -1;
 }
 
-/* ---- what the device reports --------------------------------------------- */
-
-static void fill_device_attr(struct emu_context *c, struct ibv_device_attr *attr)
-{
-	struct emu_shared *sh = c->sh;
-
-	memset(attr, 0, sizeof(*attr));
-	snprintf(attr->fw_ver, sizeof(attr->fw_ver), "mrdemu %u", EMU_LAYOUT_VERSION);
-	attr->node_guid = sh->nonce;
-	attr->sys_image_guid = sh->nonce;
-	attr->max_mr_size = emu_ctxe(sh, c->ctx)->max_mr_size;
-	attr->page_size_cap = EMU_PAGE;
-	attr->vendor_id = 0;
-	attr->vendor_part_id = 0;
-	attr->hw_ver = EMU_LAYOUT_VERSION;
-	attr->max_qp = EMU_MAX_QP;
-	attr->max_qp_wr = EMU_MAX_QP_WR;
-	attr->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
-	attr->max_sge = EMU_MAX_SGE;
-	attr->max_sge_rd = EMU_MAX_SGE;
-	attr->max_cq = EMU_MAX_CQ;
-	attr->max_cqe = EMU_MAX_CQE;
-	attr->max_mr = EMU_MAX_MR;
-	attr->max_pd = EMU_MAX_PD;
-	attr->max_qp_rd_atom = EMU_MAX_RD_ATOM;
-	attr->max_res_rd_atom = EMU_MAX_RD_ATOM * EMU_MAX_QP;
-	attr->max_qp_init_rd_atom = EMU_MAX_RD_ATOM;
-	attr->atomic_cap = IBV_ATOMIC_HCA;
-	attr->max_pkeys = 1;
-	attr->phys_port_cnt = 1;
-}
-
-int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
-{
-	if (emu_gone(emu_ctx(context)))
-		return EIO;
-	fill_device_attr(emu_ctx(context), device_attr);
-	return 0;
-}
-
-static int query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
-			   struct ibv_device_attr_ex *attr, size_t attr_size)
-{
-	(void)input;
-	if (emu_gone(emu_ctx(context)))
-		return EIO;
-	if (attr_size < sizeof(attr->orig_attr))
-		return EINVAL;
-	memset(attr, 0, attr_size);
-	fill_device_attr(emu_ctx(context), &attr->orig_attr);
-	return 0;
-}
-
-static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr)
-{
-	struct emu_shared *sh = emu_sh(context);
-
-	if (emu_gone(emu_ctx(context)))
-		return EIO;
-	if (port_num != 1)
-		return EINVAL;
-	memset(attr, 0, sizeof(*attr));
-	attr->state = IBV_PORT_ACTIVE;
-	attr->max_mtu = IBV_MTU_4096;
-	attr->active_mtu = IBV_MTU_4096;
-	attr->gid_tbl_len = 1;
-	attr->max_msg_sz = EMU_MAX_MSG_SZ;
-	attr->pkey_tbl_len = 1;
-	/* A LID per device: a request to another device's LID reaches nobody. */
-	attr->lid = emu_port_lid(sh);
-	attr->sm_lid = 1;
-	attr->max_vl_num = 1;
-	attr->active_width = 2;		/* 4x */
-	attr->active_speed = 32;	/* EDR */
-	attr->phys_state = 5;		/* LinkUp */
-	attr->link_layer = IBV_LINK_LAYER_INFINIBAND;
-	return 0;
-}
-
-/* What the inline ___ibv_query_port calls for a context with a verbs_context. */
-static int query_port_ex(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *port_attr,
-			 size_t port_attr_len)
-{
-	struct ibv_port_attr full;
-	int rc = fill_port_attr(context, port_num, &full);
-
-	if (rc)
-		return rc;
-	memcpy(port_attr, &full, port_attr_len < sizeof(full) ? port_attr_len : sizeof(full));
-	return 0;
-}
-
-/*
- * The exported symbol takes struct _compat_ibv_port_attr, struct ibv_port_attr
- * without its last field (port_cap_flags2): write no further.
- */
-#undef ibv_query_port
-int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)
-{
-	return query_port_ex(context, port_num, (struct ibv_port_attr *)port_attr,
-			     offsetof(struct ibv_port_attr, port_cap_flags2));
-}
-
 /* ---- contexts ----------------------------------------------------------------- */
 
 /* The process-local side of a context made or joined by context.c: its verbs ops and the list. */
@@ -236,19 +127,16 @@ static struct ibv_context *publish_context(struct emu_context *ctx)
 	struct emu_shared *sh = ctx->sh;
 
 	ctx->vctx.sz = sizeof(ctx->vctx);
-	ctx->vctx.query_port = query_port_ex;
-	ctx->vctx.query_device_ex = query_device_ex;
 	ic->device = &devices[sh->device_index < EMU_MAX_DEVICES ? sh->device_index : 0];
 	ic->async_fd = -1;
 	ic->num_comp_vectors = 1;
 	pthread_mutex_init(&ic->mutex, NULL);
 	ic->abi_compat = __VERBS_ABI_IS_EXTENDED;
-	ic->ops._compat_query_device = ibv_query_device;
-	ic->ops._compat_query_port = ibv_query_port;
 	ic->ops.poll_cq = emu_poll_cq;
-	ic->ops.req_notify_cq = emu_req_notify_cq;
 	ic->ops.post_send = emu_post_send;
 	ic->ops.post_recv = emu_post_recv;
+	/* The rest of the ops and the verbs_context entries: surface.h. */
+	emu_surface_open(ctx);
 	pthread_mutex_lock(&contexts_lock);
 	ctx->next = contexts;
 	contexts = ctx;
@@ -309,6 +197,7 @@ int ibv_close_device(struct ibv_context *context)
 	struct emu_context *ctx = emu_ctx(context);
 
 	forget_context(ctx);
+	emu_surface_close(ctx);
 	pthread_mutex_destroy(&context->mutex);
 	emu_context_close(ctx);
 	return 0;

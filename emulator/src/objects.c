@@ -160,8 +160,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 
 	if (emu_gone(c))
 		return fail_null(EIO);
-	/* No completion channels: completions are polled. */
-	if (cqe < 1 || (uint32_t)cqe > EMU_MAX_CQE || channel || comp_vector != 0)
+	if (cqe < 1 || (uint32_t)cqe > EMU_MAX_CQE || comp_vector != 0)
 		return fail_null(EINVAL);
 	capacity = emu_pow2_at_least((uint32_t)cqe);
 	pages = emu_pages_for((uint64_t)capacity * sizeof(struct emu_cqe));
@@ -202,6 +201,7 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_cont
 	pthread_cond_init(&ecq->cq.cond, NULL);
 	ecq->index = index;
 	ecq->gen = e->gen;
+	emu_cq_bind(ecq, channel);
 	return &ecq->cq;
 }
 
@@ -234,6 +234,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	int rc;
 
 	if (emu_gone(ctx)) {
+		emu_cq_unbind(ecq);
 		free(ecq);
 		return 0;
 	}
@@ -243,6 +244,7 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	rc = emu_destroy_cq_entry(ctx, ecq->index);
 	if (rc)
 		return rc;
+	emu_cq_unbind(ecq);
 	pthread_mutex_destroy(&cq->mutex);
 	pthread_cond_destroy(&cq->cond);
 	free(ecq);

@@ -218,6 +218,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	int rc;
 
 	if (emu_gone(ctx)) {
+		emu_qp_surface_free(eqp);
 		free(eqp);
 		return 0;
 	}
@@ -226,6 +227,7 @@ int ibv_destroy_qp(struct ibv_qp *qp)
 	rc = emu_destroy_qp_entry(ctx, eqp->index);
 	if (rc)
 		return rc;
+	emu_qp_surface_free(eqp);
 	pthread_mutex_destroy(&qp->mutex);
 	pthread_cond_destroy(&qp->cond);
 	free(eqp);

@@ -77,6 +77,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "channel.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -238,6 +240,8 @@ struct emu_cqe {
 	uint32_t qp_epoch;	/* emu_qp_entry.epoch when the WR was posted */
 	uint32_t queue;		/* 0 send, 1 receive */
 	uint32_t retire_to;	/* the queue's consumer count after this WR */
+	uint32_t solicited;	/* a receive of a SEND with IBV_SEND_SOLICITED: wakes a solicited-only arm */
+	uint32_t pad;
 };
 
 struct emu_cq_entry {
@@ -251,6 +255,7 @@ struct emu_cq_entry {
 	uint64_t dropped;
 	uint32_t creator_pid;
 	uint32_t ctx;
+	struct emu_cq_notify notify;	/* channel.h: the completion channel's arm and its owner */
 	_Alignas(64) _Atomic uint32_t prod;	/* written by the engine only */
 	_Alignas(64) _Atomic uint32_t cons;	/* written by pollers, under poll_lock */
 	emu_spin poll_lock;

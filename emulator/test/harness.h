@@ -281,4 +281,43 @@ static inline int all_bytes(const void *p, size_t len, unsigned char b)
 	return 1;
 }
 
+/* ---- running cases ------------------------------------------------------------------- */
+
+struct test_case {
+	const char *name;
+	void (*run)(void);
+};
+
+#define CASE(f) { #f, f }
+
+/* --list prints the cases; names run those; no argument runs them all. */
+static inline int run_cases(const struct test_case *cases, size_t n, int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 2 && strcmp(argv[1], "--list") == 0) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", cases[i].name);
+		return 0;
+	}
+	for (int a = 1; a < argc; a++) {
+		size_t i;
+
+		for (i = 0; i < n && strcmp(cases[i].name, argv[a]) != 0; i++)
+			;
+		if (i == n) {
+			fprintf(stderr, "no test case %s (--list shows them)\n", argv[a]);
+			return 2;
+		}
+		cases[i].run();
+		printf("%s: passed\n", argv[a]);
+	}
+	if (argc == 1) {
+		for (size_t i = 0; i < n; i++) {
+			cases[i].run();
+			printf("%s: passed\n", cases[i].name);
+		}
+	}
+	return 0;
+}
+
 #endif

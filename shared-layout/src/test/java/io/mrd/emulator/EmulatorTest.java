@@ -18,12 +18,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
- * The emulated RDMA device's own tests: {@code emulator/test/mrdemu_test.c}, compiled against the installed
- * {@code <infiniband/verbs.h>} and linked with {@code libmrdemu.so}, one JUnit test per C case, each in its own
- * process (the cross-process cases fork). A failing case shows the C program's output: file:line, the check and
- * the values. Each case gets a host directory of its own ({@code MRDEMU_DIR}), so that its device is its own: the
- * cases count objects, wait for an index to be reused and open the device in several processes, and other tests
- * on the host use the default device at the same time.
+ * The emulated RDMA device's own tests: {@code emulator/test/mrdemu_test.c} and {@code surface_test.c}, each
+ * compiled against the installed {@code <infiniband/verbs.h>} and linked with {@code libmrdemu.so}, one JUnit test
+ * per C case, each in its own process (the cross-process cases fork). A failing case shows the C program's output:
+ * file:line, the check and the values. Each case gets a host directory of its own ({@code MRDEMU_DIR}), so that its
+ * device is its own: the cases count objects, wait for an index to be reused and open the device in several
+ * processes, and other tests on the host use the default device at the same time.
  */
 final class EmulatorTest
 {
@@ -32,14 +32,16 @@ final class EmulatorTest
     @TestFactory
     Stream<DynamicTest> everyCaseOfTheDevicesTestProgramPasses()
     {
-        final Path program = EmulatedDevice.testProgram();
-        final List<String> cases = run(program, "--list").lines().filter(s -> !s.isBlank()).toList();
-        assertFalse(cases.isEmpty(), program + " --list printed no case");
-        return cases.stream().map(name -> DynamicTest.dynamicTest(name, () ->
+        return EmulatedDevice.testPrograms().stream().flatMap(program ->
         {
-            final String output = run(program, name);
-            System.out.print(output);
-        }));
+            final List<String> cases = run(program, "--list").lines().filter(s -> !s.isBlank()).toList();
+            assertFalse(cases.isEmpty(), program + " --list printed no case");
+            return cases.stream().map(name -> DynamicTest.dynamicTest(program.getFileName() + ": " + name, () ->
+            {
+                final String output = run(program, name);
+                System.out.print(output);
+            }));
+        });
     }
 
     private static String run(final Path program, final String argument)

@@ -12,6 +12,7 @@ import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -29,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * processes. It needs gcc and rdma-core's {@code <infiniband/verbs.h>}, which the script fetches into
  * {@code emulator/target} (no root) when the system lacks it. When neither can be had, the calling test is skipped
  * with the one line the script printed, unless {@code CI=true} or {@code MRD_REQUIRE_EMULATOR=1}, where it fails.
- * The tests' own C programs ({@link #testProgram()}, {@link #verbsLayout()}, {@link VerbsHeader}) compile with
+ * The tests' own C programs ({@link #testPrograms()}, {@link #verbsLayout()}, {@link VerbsHeader}) compile with
  * the same header, through {@link #cflags()}.
  */
 public final class EmulatedDevice
@@ -48,7 +49,7 @@ public final class EmulatedDevice
 
     private static Path library;
     private static List<String> cflags;
-    private static Path testProgram;
+    private static final Map<String, Path> testPrograms = new HashMap<>();
     private static Map<String, Long> layout;
 
     private EmulatedDevice()
@@ -85,9 +86,25 @@ public final class EmulatedDevice
      * @return {@code emulator/target/mrdemu_test}, the device's own tests ({@code emulator/test/mrdemu_test.c}),
      * linked with {@link #library()}: {@code --list} prints the cases, a case name runs it.
      */
-    public static synchronized Path testProgram()
+    public static Path testProgram()
     {
-        if (null == testProgram)
+        return testProgram("mrdemu_test");
+    }
+
+    /**
+     * @return the device's test programs, {@code emulator/test/*_test.c}, each built as {@link #testProgram()}:
+     * mrdemu_test (the core: objects, datapath, DMA engine) and surface_test (what the device reports, completion
+     * channels, the extended CQ and QP, address handles, unsupported verbs).
+     */
+    public static List<Path> testPrograms()
+    {
+        return List.of(testProgram("mrdemu_test"), testProgram("surface_test"));
+    }
+
+    private static synchronized Path testProgram(final String name)
+    {
+        Path program = testPrograms.get(name);
+        if (null == program)
         {
             final Path root = emulatorRoot();
             final Path lib = library();
@@ -97,11 +114,12 @@ public final class EmulatedDevice
             final List<String> command = new ArrayList<>(List.of(
                 "gcc", "-O1", "-g", "-Wall", "-Werror", "-pthread"));
             command.addAll(cflags());
-            command.addAll(List.of("-o", "{out}", root.resolve("test/mrdemu_test.c").toString(), lib.toString(),
+            command.addAll(List.of("-o", "{out}", root.resolve("test/" + name + ".c").toString(), lib.toString(),
                 "-Wl,-rpath," + lib.getParent()));
-            testProgram = build(root.resolve("target/mrdemu_test"), inputs, command);
+            program = build(root.resolve("target/" + name), inputs, command);
+            testPrograms.put(name, program);
         }
-        return testProgram;
+        return program;
     }
 
     /**
