@@ -16,8 +16,8 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * README.md's Netty example: {@link NettyReadmeExample} moves a message through a LocalChannel pair in
- * registered buffers of a real daemon and prints the keys the server side read, and the README shows exactly
+ * docs/buffers.md's Netty example: {@link NettyReadmeExample} moves a message through a LocalChannel pair in
+ * registered buffers of a real daemon and prints the keys the server side read, and docs/buffers.md shows exactly
  * its code.
  */
 final class NettyReadmeExampleTest
@@ -64,8 +64,8 @@ final class NettyReadmeExampleTest
     }
 
     @Test
-    void readmeShowsTheExampleVerbatim() throws IOException
+    void theBufferPoolDocumentShowsTheExampleVerbatim() throws IOException
     {
-        ReadmeExampleTest.assertReadmeShows(SOURCE, README_BEGIN);
+        ReadmeExampleTest.assertDocumentShows("docs/buffers.md", SOURCE, README_BEGIN);
     }
 }

@@ -104,16 +104,25 @@ final class ReadmeExampleTest
      */
     static void assertReadmeShows(final String source, final String readmeBegin) throws IOException
     {
+        assertDocumentShows("README.md", source, readmeBegin);
+    }
+
+    /**
+     * As {@link #assertReadmeShows}, for another Markdown file of the project ({@code docs/buffers.md}).
+     */
+    static void assertDocumentShows(final String document, final String source, final String begin)
+        throws IOException
+    {
         final Path root = ProjectRoot.path();
         final List<String> code = between(Files.readAllLines(root.resolve(source), StandardCharsets.UTF_8), BEGIN, END,
             source);
-        final List<String> block = between(Files.readAllLines(root.resolve("README.md"), StandardCharsets.UTF_8),
-            readmeBegin, README_END, "README.md");
+        final List<String> block = between(Files.readAllLines(root.resolve(document), StandardCharsets.UTF_8),
+            begin, README_END, document);
         assertTrue(block.size() >= 2 && block.getFirst().equals("```java") && block.getLast().equals("```"),
-            "README.md: the example between " + readmeBegin + " and " + README_END + " must be one ```java block");
+            document + ": the example between " + begin + " and " + README_END + " must be one ```java block");
         final List<String> shown = block.subList(1, block.size() - 1);
         assertEquals(String.join("\n", code), String.join("\n", shown),
-            "README.md must show " + source + " between " + BEGIN + " and " + END + " verbatim; paste it again");
+            document + " must show " + source + " between " + BEGIN + " and " + END + " verbatim; paste it again");
     }
 
     /**
