@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
@@ -49,6 +51,8 @@ import java.util.stream.Stream;
 public final class DemoCommand implements Callable<Integer>
 {
     private static final int STEPS = 7;
+    /** What the demo's registrations pin at most: its own 16 MiB and the two workers' 128 + 64 MiB. */
+    private static final long DEMO_PINNED_BYTES = 208L << 20;
     /** How long the two RDMA workers move data. */
     private static final long RDMA_SECONDS = 3;
     private static final long WORKER_TIMEOUT_S = 120;
@@ -80,6 +84,7 @@ public final class DemoCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(spec.commandLine(), "--lookups " + lookups +
                 " must be between 1 and " + MAX_LOOKUPS);
         }
+        requireMemlockForTheDemo();
         out = spec.commandLine().getOut();
         final long started = System.nanoTime();
         final Path dir = Files.createTempDirectory("mrd-demo-");
@@ -253,6 +258,23 @@ public final class DemoCommand implements Callable<Integer>
             throw new MrdException(ErrorCode.EIO, "RDMA worker " + worker + ": " + ops + " operations, " + wrong +
                 " wrong bytes, " + protection + " protection errors on live keys, " + staleRefusals + " of " +
                 staleRequests + " stale keys refused, " + unbound + " unbound transfers (expected > 0, 0, 0, all, 0)");
+        }
+    }
+
+    /**
+     * The soft provider pins what it registers, and the kernel counts that against RLIMIT_MEMLOCK (8 MiB for an
+     * ordinary user on Debian) unless the daemon is root: the demo's registrations (its own 16 MiB and the
+     * workers' 192 MiB) would fail at step 1, so a too small limit is said before anything starts.
+     */
+    private static void requireMemlockForTheDemo()
+    {
+        final long limit = Posix.memlockLimit();
+        if (0 != Posix.getuid() && Posix.RLIM_INFINITY != limit && limit < DEMO_PINNED_BYTES)
+        {
+            throw new MrdException(ErrorCode.ENOMEM, "the demo pins up to " + Sizes.format(DEMO_PINNED_BYTES) +
+                " with --provider soft, and RLIMIT_MEMLOCK is " + Sizes.format(limit) + " for this user: run " +
+                "'ulimit -l unlimited' first (root raises the hard limit: memlock in /etc/security/limits.conf), or run " +
+                "it as root");
         }
     }
 
