@@ -128,7 +128,7 @@ public final class RunDirectory
         if (errno != 0)
         {
             Posix.close(fd);
-            if (errno == Posix.EWOULDBLOCK)
+            if (errno == ErrorCode.EAGAIN.errno())
             {
                 throw new MrdException(ErrorCode.EBUSY, "a daemon is already running in " + dir +
                     describePid() + ": stop it with 'mrd stop --dir " + dir + "' or choose another --dir");
@@ -184,7 +184,7 @@ public final class RunDirectory
                 Posix.flock(fd, Posix.LOCK_UN);
                 return false;
             }
-            return errno == Posix.EWOULDBLOCK;
+            return errno == ErrorCode.EAGAIN.errno();
         }
         finally
         {
