@@ -2,6 +2,7 @@ package io.mrd.cli;
 
 import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.Heartbeat;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.Format;
@@ -140,13 +141,14 @@ public final class DumpCommand implements Callable<Integer>
 
     static String heartbeat(final ControlFileSnapshot s)
     {
-        final long age = s.heartbeatAgeMs();
-        if (age < 0)
+        final Heartbeat.State heartbeat = s.heartbeat();
+        return switch (heartbeat.liveness())
         {
-            return "closed: the daemon shut down cleanly";
-        }
-        return age + " ms ago" + (s.alive() ? "" :
-            ": NOT RESPONDING (stale after " + s.staleLimitMs() + " ms): the daemon is stuck or dead");
+            case CLOSED -> "closed: the daemon shut down cleanly";
+            case ALIVE -> heartbeat.ageMs() + " ms ago";
+            case STALE -> heartbeat.ageMs() + " ms ago: NOT RESPONDING (stale after " + heartbeat.staleLimitMs() +
+                " ms): the daemon is stuck or dead";
+        };
     }
 
     private static String describePath(final Path path)

@@ -51,7 +51,7 @@ final class DumpJson
         daemon.put("pid", h.pid());
         daemon.put("epoch", Sizes.hex(h.epoch()));
         daemon.put("devGen", h.devGen());
-        daemon.put("heartbeatAgeMs", snapshot.heartbeatAgeMs());
+        daemon.put("heartbeatAgeMs", snapshot.heartbeat().ageMs());
         daemon.put("provider", h.provider());
         daemon.put("startTime", Instant.ofEpochMilli(h.startTimeMs()).toString());
         daemon.put("layoutVersion", h.layoutVersion());

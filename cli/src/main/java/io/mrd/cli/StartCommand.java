@@ -392,7 +392,7 @@ public final class StartCommand implements Callable<Integer>
     {
         try (ControlFile ctl = ControlFile.openReadOnly(runDirectory.controlFile()))
         {
-            return ctl.header().pid() == pid && ctl.heartbeatAgeMs(System.currentTimeMillis()) >= 0;
+            return ctl.header().pid() == pid && !Heartbeat.lookNow(ctl.header()).isClosed();
         }
         catch (final MrdException ex)
         {

@@ -129,10 +129,10 @@ public final class StatCommand implements Callable<Integer>
     {
         final long now = System.currentTimeMillis();
         final Map<MrdCounter, Long> values = ctl.counters();
-        final long age = ctl.heartbeatAgeMs(now);
+        final Heartbeat.State heartbeat = Heartbeat.look(ctl.header(), now);
         out.println("mrd counters of pid " + ctl.header().pid() + " (" + ctl.path() + ") at " +
-            LocalTime.now().truncatedTo(ChronoUnit.MILLIS) + ", heartbeat " + (age < 0 ? "closed" :
-                age + " ms ago" + (Heartbeat.isAlive(ctl.header(), now) ? "" : ": NOT RESPONDING")));
+            LocalTime.now().truncatedTo(ChronoUnit.MILLIS) + ", heartbeat " + (heartbeat.isClosed() ? "closed" :
+                heartbeat.ageMs() + " ms ago" + (heartbeat.isAlive() ? "" : ": NOT RESPONDING")));
         for (final Map.Entry<MrdCounter, Long> entry : values.entrySet())
         {
             final MrdCounter counter = entry.getKey();

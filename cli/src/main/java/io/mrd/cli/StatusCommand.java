@@ -53,7 +53,7 @@ public final class StatusCommand implements Callable<Integer>
             return Mrd.EXIT_FAILURE;
         }
         final RunDirectory.Snapshot s = snapshot.get();
-        final String death = s.deathReason();
+        final String death = s.heartbeat().reason();
         if (death != null)
         {
             out.println("mrd not responding in " + runDirectory.dir() + ": pid " + s.pid() + " " + death +
@@ -64,7 +64,8 @@ public final class StatusCommand implements Callable<Integer>
         out.printf("  pid          %d%n", s.pid());
         out.printf("  epoch        %s%n", Sizes.hex(s.epoch()));
         out.printf("  uptime       %s%n", Format.duration(System.currentTimeMillis() - s.startTimeMs()));
-        out.printf("  heartbeat    %d ms ago (stale after %d ms)%n", s.heartbeatAgeMs(), s.staleLimitMs());
+        out.printf("  heartbeat    %d ms ago (stale after %d ms)%n", s.heartbeat().ageMs(),
+            s.heartbeat().staleLimitMs());
         out.printf("  provider     %s%n", s.provider());
         out.printf("  memory       %s in use of %s%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()));
         out.printf("  control file %s (%s)%n", runDirectory.controlFile(), s.hugepageBacked() ? "hugetlbfs" : "tmpfs");

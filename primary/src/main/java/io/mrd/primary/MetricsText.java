@@ -98,12 +98,11 @@ public final class MetricsText
     public static MetricSnapshots snapshots(final ControlFile ctl, final long nowMs)
     {
         final List<MetricSnapshot> metrics = new ArrayList<>();
-        final long heartbeatAgeMs = ctl.heartbeatAgeMs(nowMs);
-        final boolean up = Heartbeat.isAlive(heartbeatAgeMs, Heartbeat.staleLimitMs(ctl.header()));
+        final Heartbeat.State heartbeat = Heartbeat.look(ctl.header(), nowMs);
         metrics.add(gauge("up", "1 while the daemon's heartbeat is fresh, 0 when it is stale or the daemon closed",
-            up ? 1 : 0));
+            heartbeat.isAlive() ? 1 : 0));
         metrics.add(gauge("heartbeat_age_seconds", "seconds since the daemon's last heartbeat, -1 after a clean shutdown",
-            heartbeatAgeMs == Heartbeat.CLOSED ? -1 : heartbeatAgeMs / 1000.0));
+            heartbeat.isClosed() ? -1 : heartbeat.ageMs() / 1000.0));
         metrics.add(gauge("dev_gen", "devGen: bumped on every memory event that invalidates local caches",
             ctl.header().devGen()));
         for (final Map.Entry<MrdCounter, Long> entry : ctl.counters().entrySet())

@@ -247,7 +247,7 @@ public final class MrdDaemon implements AutoCloseable
         }
         final String found = runDirectory.readSnapshot()
             .map(s -> "pid " + s.pid() + ", epoch " + Long.toHexString(s.epoch()) + ", heartbeat " +
-                (s.heartbeatAgeMs() < 0 ? "closed" : s.heartbeatAgeMs() + " ms old") +
+                (s.heartbeat().isClosed() ? "closed" : s.heartbeat().ageMs() + " ms old") +
                 (ProcessHandle.of(s.pid()).map(ProcessHandle::isAlive).orElse(false) ?
                     " (that pid is alive but does not hold the lock: not an mrd daemon of this directory)" :
                     " (that process is gone)"))

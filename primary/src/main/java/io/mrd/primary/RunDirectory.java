@@ -128,7 +128,7 @@ public final class RunDirectory
         if (errno != 0)
         {
             Posix.close(fd);
-            if (errno == Posix.EWOULDBLOCK)
+            if (errno == ErrorCode.EAGAIN.errno())
             {
                 throw new MrdException(ErrorCode.EBUSY, "a daemon is already running in " + dir +
                     describePid() + ": stop it with 'mrd stop --dir " + dir + "' or choose another --dir");
@@ -184,7 +184,7 @@ public final class RunDirectory
                 Posix.flock(fd, Posix.LOCK_UN);
                 return false;
             }
-            return errno == Posix.EWOULDBLOCK;
+            return errno == ErrorCode.EAGAIN.errno();
         }
         finally
         {
@@ -195,17 +195,9 @@ public final class RunDirectory
     /**
      * What the control file says about the daemon that wrote it, when it can be read.
      */
-    public record Snapshot(long pid, long epoch, long startTimeMs, long heartbeatAgeMs, long staleLimitMs,
+    public record Snapshot(long pid, long epoch, long startTimeMs, Heartbeat.State heartbeat,
         String provider, long bytesAllocated, long capacity, boolean hugepageBacked)
     {
-        /**
-         * @return why the daemon counts as gone by its own published limit ({@link Heartbeat}), or null.
-         */
-        public String deathReason()
-        {
-            return Heartbeat.deathReason(heartbeatAgeMs, staleLimitMs);
-        }
-
         /**
          * @param ctl a control file whose version has been checked.
          * @return what it says now.
@@ -216,7 +208,7 @@ public final class RunDirectory
             final long capacity = (long)ctl.layout().memsegListCount() * ctl.layout().segmentsPerList() *
                 header.segmentSize();
             return new Snapshot(header.pid(), header.epoch(), header.startTimeMs(),
-                ctl.heartbeatAgeMs(System.currentTimeMillis()), Heartbeat.staleLimitMs(header), header.providerName(),
+                Heartbeat.lookNow(header), header.providerName(),
                 ctl.counter(MrdCounter.BYTES_ALLOCATED), capacity,
                 (header.flags() & HeaderDescriptor.FLAG_HUGEPAGE_BACKED) != 0);
         }

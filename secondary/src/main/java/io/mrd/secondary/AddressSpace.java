@@ -347,7 +347,7 @@ final class AddressSpace
             if (listFds[index] < 0)
             {
                 // Not after close: the descriptor would leak.
-                watch.ensureAlive();
+                watch.requireAliveAsLastSeen();
                 final String path = new MemsegListRecord()
                     .wrap(controlFile.buffer(), controlFile.layout().memsegListOffset(index)).backingPath();
                 listFds[index] = Posix.open(path, Posix.O_RDWR | Posix.O_CLOEXEC, 0);

@@ -29,9 +29,9 @@ final class ClientSource implements MrSource
         this.connection = connection;
     }
 
-    public void ensureAlive()
+    public void requireAliveAsLastSeen()
     {
-        watch.ensureAlive();
+        watch.requireAliveAsLastSeen();
     }
 
     public long devGenAddress()
@@ -44,9 +44,9 @@ final class ClientSource implements MrSource
         watch.track(cache);
     }
 
-    public void checkLiveness()
+    public void requireAliveNow()
     {
-        watch.checkLiveness();
+        watch.requireAliveNow();
     }
 
     public boolean lookupGlobal(final long address, final MrEntry out)
@@ -58,7 +58,7 @@ final class ClientSource implements MrSource
         catch (final MrdException ex)
         {
             // EBUSY: the primary held the seqlock throughout; if it died inside it, say that instead.
-            watch.checkLiveness();
+            watch.requireAliveNow();
             throw ex;
         }
     }

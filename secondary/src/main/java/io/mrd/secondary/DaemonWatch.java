@@ -24,14 +24,14 @@ import java.util.function.Consumer;
  * every process applies), when the epoch in its header changed, or when its control file was removed or
  * replaced (the file's identity is taken at attach).
  * <p>
- * Two checks: {@link #ensureAlive()}, one volatile read for a cache's slow path and every client call, trusts
- * what the watchdog thread, the connection and earlier checks found; {@link #checkLiveness()} looks now,
- * before a request goes out. The first failure found is kept and thrown (as a fresh copy) by every later
- * check.
+ * Two checks, named for what they trust: {@link #requireAliveAsLastSeen()}, one volatile read for a cache's slow
+ * path and every client call, trusts what the watchdog thread, the connection and earlier checks found;
+ * {@link #requireAliveNow()} looks now ({@link Heartbeat#lookNow}, the epoch, the file), before a request goes
+ * out. The first failure found is kept and thrown (as a fresh copy) by every later check.
  * <p>
  * <b>Caches.</b> The lookup hit path makes neither check: liveness is folded into each cache's generation
  * ({@link MrCache}'s class comment has the protocol and its proof). Whatever finds the client broken (the
- * watchdog, {@link #checkLiveness()}, the reader thread's {@link #lost} on EOF or reset, {@link #close()})
+ * watchdog, {@link #requireAliveNow()}, the reader thread's {@link #lost} on EOF or reset, {@link #close()})
  * trips the one {@link LivenessLatch}, which stores the reason before it invalidates every cache
  * {@link #track} gave it.
  * <p>
@@ -126,9 +126,9 @@ final class DaemonWatch
      *
      * @throws DaemonDeadException saying which (or EBADF once closed).
      */
-    void ensureAlive()
+    void requireAliveAsLastSeen()
     {
-        latch.ensureAlive();
+        latch.requireAliveAsLastSeen();
     }
 
     /**
@@ -143,14 +143,14 @@ final class DaemonWatch
      * The full check: reads the heartbeat, the epoch and the control file's identity now; marks the client
      * broken and throws when they say the daemon is gone.
      */
-    void checkLiveness()
+    void requireAliveNow()
     {
-        ensureAlive();
+        requireAliveAsLastSeen();
         final String death = deathReason();
         if (null != death)
         {
             markDead(death);
-            ensureAlive();
+            requireAliveAsLastSeen();
         }
     }
 
@@ -225,7 +225,7 @@ final class DaemonWatch
      */
     private String deathReason()
     {
-        final String death = Heartbeat.deathReason(header, System.currentTimeMillis());
+        final String death = Heartbeat.lookNow(header).reason();
         if (null != death)
         {
             return death;

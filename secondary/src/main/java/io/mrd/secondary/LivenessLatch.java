@@ -14,8 +14,8 @@ import java.util.ArrayList;
  * class comment for the protocol and why no death is lost). This class keeps the two orders that protocol
  * needs:
  * <ul>
- *   <li>{@link #trip} stores the reason (volatile: what {@link #ensureAlive()} reads) before it invalidates any
- *       cache;</li>
+ *   <li>{@link #trip} stores the reason (volatile: what {@link #requireAliveAsLastSeen()} reads) before it
+ *       invalidates any cache;</li>
  *   <li>{@link #track} and {@link #trip} hold the same lock: a cache tracked after a trip is ordered after the
  *       reason's store, so the check its constructor makes after tracking throws; one tracked before is in
  *       the list the trip invalidates.</li>
@@ -36,7 +36,7 @@ final class LivenessLatch
      *
      * @throws MrdException a fresh copy of the reason, once tripped.
      */
-    void ensureAlive()
+    void requireAliveAsLastSeen()
     {
         final MrdException reason = broken;
         if (null != reason)

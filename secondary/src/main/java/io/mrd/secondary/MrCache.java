@@ -45,24 +45,24 @@ import java.util.Arrays;
  * no lookup that starts afterwards returns a key; it throws {@link DaemonDeadException}. The protocol between a
  * cache and whoever learns of the death ({@link MrSource}; for a client, {@link DaemonWatch}):
  * <ul>
- *   <li>the source first makes the death visible to {@link MrSource#ensureAlive()} (a volatile store), then
- *       {@link #invalidate() invalidates} every cache it {@linkplain MrSource#track tracks}: a volatile store
- *       of {@link #NO_GENERATION} into the cache's generation, which no {@code devGen} equals;</li>
- *   <li>the cache takes a generation only in the slow path: {@code ensureAlive()}, then the volatile store of
- *       the {@code devGen} it read, then {@code ensureAlive()} again; when that second check fails it stores
- *       {@link #NO_GENERATION} back before it throws. A cache starts with {@link #NO_GENERATION} and is
+ *   <li>the source first makes the death visible to {@link MrSource#requireAliveAsLastSeen()} (a volatile
+ *       store), then {@link #invalidate() invalidates} every cache it {@linkplain MrSource#track tracks}: a
+ *       volatile store of {@link #NO_GENERATION} into the cache's generation, which no {@code devGen} equals;</li>
+ *   <li>the cache takes a generation only in the slow path: {@code requireAliveAsLastSeen()}, then the volatile
+ *       store of the {@code devGen} it read, then {@code requireAliveAsLastSeen()} again; when that second check
+ *       fails it stores {@link #NO_GENERATION} back before it throws. A cache starts with {@link #NO_GENERATION} and is
  *       tracked before it adopts its first generation.</li>
  * </ul>
  * Why a death is never lost: volatile accesses are totally ordered (synchronization order, consistent with
  * each thread's program order). Take a cache's store of a generation {@code G} and the source's poison store
  * into that cache. If the poison comes later, the cache holds {@link #NO_GENERATION} from then on (only a
  * later slow path of its own thread stores again, and that one's checks see the death). If the poison came
- * first, then so did the source's death store, and the cache's second {@code ensureAlive()}, after its own
- * store, reads it, throws and re-poisons. A cache tracked only after the source took its list of caches
+ * first, then so did the source's death store, and the cache's second {@code requireAliveAsLastSeen()}, after its
+ * own store, reads it, throws and re-poisons. A cache tracked only after the source took its list of caches
  * adopted no generation before that; its check after adopting one comes after the death store and fails. So
  * after the source's invalidation, and in any lookup that happens-after it, the generation check fails, the
- * slow path's first {@code ensureAlive()} throws, and no level is read. A lookup racing the death may still
- * return a key, as it could have returned it a moment earlier.
+ * slow path's first {@code requireAliveAsLastSeen()} throws, and no level is read. A lookup racing the death may
+ * still return a key, as it could have returned it a moment earlier.
  * <p>
  * {@link #invalidate()} also points the cache's {@code devGen} address at a word of its own, so that a lookup
  * after the client closed (and unmapped the control file) throws instead of reading unmapped memory.
@@ -158,7 +158,7 @@ public final class MrCache
         this.devGenAddress = DETACHED_ADDRESS;
         GENERATION.setVolatile(this, NO_GENERATION);
         source.track(this);
-        source.ensureAlive();
+        source.requireAliveAsLastSeen();
         adoptGeneration();
     }
 
@@ -232,8 +232,8 @@ public final class MrCache
     /**
      * Makes the next lookup take the slow path, which checks liveness before it reads any level: what the
      * source calls once the daemon is known dead, from any thread, after making the death visible to
-     * {@link MrSource#ensureAlive()} (see the class comment for why that order loses no death). Harmless on a
-     * live cache: it flushes and re-reads {@code devGen}.
+     * {@link MrSource#requireAliveAsLastSeen()} (see the class comment for why that order loses no death).
+     * Harmless on a live cache: it flushes and re-reads {@code devGen}.
      */
     public void invalidate()
     {
@@ -315,7 +315,7 @@ public final class MrCache
         {
             // The global cache may be from a daemon that died since the watchdog last looked: check the
             // heartbeat and epoch now, before asking it for anything.
-            source.checkLiveness();
+            source.requireAliveNow();
             createRequests++;
             source.createMr(address, length, entry);
             if (address < entry.start || address >= entry.end || entry.lkey == CacheEntryDescriptor.NO_LKEY)
@@ -373,7 +373,7 @@ public final class MrCache
     private void refresh()
     {
         // Before anything is read through the source's devGen address: a closed client has unmapped it.
-        source.ensureAlive();
+        source.requireAliveAsLastSeen();
         Arrays.fill(topStart, 0);
         Arrays.fill(topEnd, 0);
         Arrays.fill(topKeys, KeyPair.pack(CacheEntryDescriptor.NO_LKEY, Access.NO_RKEY));
@@ -400,7 +400,7 @@ public final class MrCache
         GENERATION.setVolatile(this, gen);
         try
         {
-            source.ensureAlive();
+            source.requireAliveAsLastSeen();
         }
         catch (final RuntimeException ex)
         {

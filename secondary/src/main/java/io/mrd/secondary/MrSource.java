@@ -10,22 +10,23 @@ import io.mrd.layout.MrEntry;
  * <p>
  * The hit path calls nothing here: it reads {@code devGen} from {@link #devGenAddress()} and relies on the
  * source to {@link MrCache#invalidate()} every cache it {@link #track tracks} once the daemon is known gone,
- * after {@link #ensureAlive()} says so (the protocol is in {@link MrCache}'s class comment).
+ * after {@link #requireAliveAsLastSeen()} says so (the protocol is in {@link MrCache}'s class comment).
  */
 public interface MrSource
 {
     /**
-     * Slow-path check, one volatile read: throws once the daemon is known dead, stopped or restarted (or the
-     * client closed). A source makes a death visible here before it invalidates its caches.
+     * Slow-path check, one volatile read that trusts the last look (the watchdog's, the connection's, an earlier
+     * {@link #requireAliveNow()}): throws once the daemon is known dead, stopped or restarted (or the client
+     * closed). A source makes a death visible here before it invalidates its caches.
      *
      * @throws DaemonDeadException saying which.
      */
-    void ensureAlive();
+    void requireAliveAsLastSeen();
 
     /**
      * @return the address of the daemon's {@code devGen}: 8 aligned bytes the cache reads with acquire semantics
      * (a change means a memory free event may have invalidated local entries), readable until the source has
-     * invalidated the cache and {@link #ensureAlive()} throws.
+     * invalidated the cache and {@link #requireAliveAsLastSeen()} throws.
      */
     long devGenAddress();
 
@@ -41,7 +42,7 @@ public interface MrSource
      *
      * @throws DaemonDeadException when the heartbeat is stale or closed or the epoch changed.
      */
-    void checkLiveness();
+    void requireAliveNow();
 
     /**
      * Looks an address up in the global cache (no system call).

@@ -383,7 +383,7 @@ public final class MrdClient implements AutoCloseable
      */
     public MrCache newCache()
     {
-        watch.ensureAlive();
+        watch.requireAliveAsLastSeen();
         return new MrCache(new ClientSource(watch, new GlobalCacheReader(controlFile), connection));
     }
 
@@ -401,7 +401,7 @@ public final class MrdClient implements AutoCloseable
     {
         synchronized (verbsLock)
         {
-            watch.ensureAlive();
+            watch.requireAliveAsLastSeen();
             if (null == verbs)
             {
                 final DaemonConnection.Answer answer = connection.callForFd(new Message.ImportPd());
@@ -413,7 +413,7 @@ public final class MrdClient implements AutoCloseable
                 verbs = Verbs.importDevice(context.ibverbsLibrary(), answer.fd(), imported.pdHandle(),
                     imported.device(), (operation, kind, handle) ->
                     {
-                        watch.ensureAlive();
+                        watch.requireAliveAsLastSeen();
                         connection.call(new Message.Queues(operation, kind, handle));
                     });
                 LOG.debug("imported {} (PD handle {}) from {}", imported.device(), imported.pdHandle(),

@@ -70,7 +70,7 @@ class FakeSource implements MrSource
         caches.forEach(MrCache::invalidate);
     }
 
-    public void ensureAlive()
+    public void requireAliveAsLastSeen()
     {
         if (knownDead)
         {
@@ -88,13 +88,13 @@ class FakeSource implements MrSource
         caches.add(cache);
     }
 
-    public void checkLiveness()
+    public void requireAliveNow()
     {
-        ensureAlive();
+        requireAliveAsLastSeen();
         if (heartbeatStale)
         {
             markDead();
-            ensureAlive();
+            requireAliveAsLastSeen();
         }
     }
 

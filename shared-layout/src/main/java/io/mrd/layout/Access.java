@@ -7,7 +7,7 @@ package io.mrd.layout;
  * The owner of memory chooses its access when it allocates or registers it; mrd adds {@link #LOCAL_WRITE}
  * (every mrd memory is writable, and verbs refuses remote write or atomic without it) and, when registering,
  * the optional {@link #RELAXED_ORDERING}. Remote access is never granted to memory whose owner did not ask for
- * it, and the rkey of an MR without remote access is {@link #NO_RKEY}, so that no meaningless key travels.
+ * it: which MRs carry an rkey, what one may cover and when a free revokes it is {@link RemoteAccess}'s rule.
  */
 public final class Access
 {

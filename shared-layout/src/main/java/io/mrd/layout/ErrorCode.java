@@ -3,7 +3,8 @@ package io.mrd.layout;
 /**
  * Status codes carried by every protocol reply and by {@link MrdException}.
  * The numbers are Linux errno values so that a code read off the wire, out of
- * a log or from a native call means the same thing everywhere.
+ * a log or from a native call means the same thing everywhere. This is the one table of errno values: native
+ * code compares a call's errno with {@code ErrorCode.X.errno()} ({@code EWOULDBLOCK} is {@link #EAGAIN} on Linux).
  */
 public enum ErrorCode
 {
@@ -11,6 +12,7 @@ public enum ErrorCode
     EPERM(1, "Operation not permitted"),
     ENOENT(2, "No such file or directory"),
     ESRCH(3, "No such process"),
+    EINTR(4, "Interrupted system call"),
     EIO(5, "Input/output error"),
     ENXIO(6, "No such device or address"),
     EBADF(9, "Bad file descriptor"),

@@ -196,7 +196,7 @@ public final class GlobalCacheReader
 
     private boolean heartbeatStale()
     {
-        return !Heartbeat.isAlive(header, System.currentTimeMillis());
+        return !Heartbeat.lookNow(header).isAlive();
     }
 
     private boolean searchCache(final long address)

@@ -11,6 +11,10 @@ package io.mrd.layout;
  * machine) without letting a dead one go unnoticed for long.
  * <p>
  * A heartbeat of {@link HeaderDescriptor#HEARTBEAT_CLOSED} means the daemon shut down cleanly.
+ * <p>
+ * Every answer is a {@link State}: alive, closed, or stale with its reason. {@link #lookNow} (or {@link #look}
+ * with a clock of the caller's) reads the header now; {@link #state} judges what an earlier read saw, as a
+ * snapshot keeps it.
  */
 public final class Heartbeat
 {
@@ -81,47 +85,90 @@ public final class Heartbeat
     }
 
     /**
-     * @param ageMs        a heartbeat age from {@link #ageMs}.
-     * @param staleLimitMs the limit from {@link #staleLimitMs}.
-     * @return true when the daemon neither closed the file nor went silent for longer than its limit.
+     * Judges a heartbeat as it was read at {@code atMs}: what a snapshot or an earlier read saw, trusted as it
+     * was then.
+     *
+     * @param heartbeatMs      the heartbeat read from a header.
+     * @param publishedLimitMs the stale limit read beside it (0 before the daemon published it).
+     * @param atMs             the wall clock when they were read.
      */
-    public static boolean isAlive(final long ageMs, final long staleLimitMs)
+    public static State state(final long heartbeatMs, final long publishedLimitMs, final long atMs)
     {
-        return ageMs != CLOSED && ageMs <= staleLimitMs;
+        final long ageMs = ageMs(heartbeatMs, atMs);
+        final long limitMs = staleLimitMs(publishedLimitMs);
+        final Liveness liveness = ageMs == CLOSED ? Liveness.CLOSED :
+            ageMs > limitMs ? Liveness.STALE : Liveness.ALIVE;
+        return new State(liveness, ageMs, limitMs);
     }
 
     /**
+     * Looks at the daemon's header now, judged by the clock the caller gives (tests give their own).
+     *
      * @param header the daemon's header.
      * @param nowMs  the wall clock.
-     * @return true when the daemon's heartbeat is fresh.
      */
-    public static boolean isAlive(final ControlHeader header, final long nowMs)
+    public static State look(final ControlHeader header, final long nowMs)
     {
-        return isAlive(ageMs(header, nowMs), staleLimitMs(header));
+        return state(header.heartbeatMs(), header.heartbeatStaleLimitMs(), nowMs);
     }
 
     /**
-     * @param ageMs        a heartbeat age from {@link #ageMs}.
-     * @param staleLimitMs the limit from {@link #staleLimitMs}.
-     * @return why the daemon counts as gone ("stopped (heartbeat closed)", "died (heartbeat N ms old, limit M
-     * ms)"), or null while it is alive.
+     * Looks at the daemon's header now, by the wall clock.
+     *
+     * @param header the daemon's header.
      */
-    public static String deathReason(final long ageMs, final long staleLimitMs)
+    public static State lookNow(final ControlHeader header)
     {
-        if (ageMs == CLOSED)
+        return look(header, System.currentTimeMillis());
+    }
+
+    /** What a look at a heartbeat found. */
+    public enum Liveness
+    {
+        /** Fresh: no older than the daemon's stale limit. */
+        ALIVE,
+        /** {@link HeaderDescriptor#HEARTBEAT_CLOSED}: the daemon shut down cleanly. */
+        CLOSED,
+        /** Older than the daemon's stale limit: the daemon is dead or hung. */
+        STALE
+    }
+
+    /**
+     * What one look at a heartbeat found.
+     *
+     * @param liveness     alive, closed, or stale.
+     * @param ageMs        ms since the heartbeat at the look, or {@link #CLOSED}.
+     * @param staleLimitMs the limit it was judged by.
+     */
+    public record State(Liveness liveness, long ageMs, long staleLimitMs)
+    {
+        public boolean isAlive()
         {
-            return "stopped (heartbeat closed)";
+            return liveness == Liveness.ALIVE;
         }
-        return ageMs > staleLimitMs ? "died (heartbeat " + ageMs + " ms old, limit " + staleLimitMs + " ms)" : null;
-    }
 
-    /**
-     * @param header the daemon's header.
-     * @param nowMs  the wall clock.
-     * @return why the daemon counts as gone, or null while it is alive.
-     */
-    public static String deathReason(final ControlHeader header, final long nowMs)
-    {
-        return deathReason(ageMs(header, nowMs), staleLimitMs(header));
+        public boolean isClosed()
+        {
+            return liveness == Liveness.CLOSED;
+        }
+
+        public boolean isStale()
+        {
+            return liveness == Liveness.STALE;
+        }
+
+        /**
+         * @return why the daemon counts as gone ("stopped (heartbeat closed)", "died (heartbeat N ms old, limit M
+         * ms)"), or null while it is alive.
+         */
+        public String reason()
+        {
+            return switch (liveness)
+            {
+                case ALIVE -> null;
+                case CLOSED -> "stopped (heartbeat closed)";
+                case STALE -> "died (heartbeat " + ageMs + " ms old, limit " + staleLimitMs + " ms)";
+            };
+        }
     }
 }

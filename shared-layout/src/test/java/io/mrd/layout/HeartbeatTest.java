@@ -20,10 +20,13 @@ class HeartbeatTest
     {
         header.heartbeatIntervalMs(500).heartbeatStaleLimitMs(Heartbeat.staleLimitMs(500)).heartbeatMs(10_000);
         assertEquals(5_000, Heartbeat.staleLimitMs(header));
-        assertTrue(Heartbeat.isAlive(header, 15_000), "exactly at the limit is alive");
-        assertNull(Heartbeat.deathReason(header, 15_000));
-        assertFalse(Heartbeat.isAlive(header, 15_001));
-        assertEquals("died (heartbeat 5001 ms old, limit 5000 ms)", Heartbeat.deathReason(header, 15_001));
+        assertEquals(new Heartbeat.State(Heartbeat.Liveness.ALIVE, 5_000, 5_000), Heartbeat.look(header, 15_000),
+            "exactly at the limit is alive");
+        assertNull(Heartbeat.look(header, 15_000).reason());
+        assertTrue(Heartbeat.look(header, 15_001).isStale());
+        assertEquals("died (heartbeat 5001 ms old, limit 5000 ms)", Heartbeat.look(header, 15_001).reason());
+        assertEquals(Heartbeat.look(header, 15_001), Heartbeat.state(10_000, 5_000, 15_001),
+            "a look judges what it read as a snapshot's values are judged");
     }
 
     @Test
@@ -31,8 +34,8 @@ class HeartbeatTest
     {
         header.heartbeatStaleLimitMs(0).heartbeatMs(1_000);
         assertEquals((long)Heartbeat.STALE_INTERVALS * Heartbeat.DEFAULT_INTERVAL_MS, Heartbeat.staleLimitMs(header));
-        assertTrue(Heartbeat.isAlive(header, 1_000 + Heartbeat.staleLimitMs(header)));
-        assertFalse(Heartbeat.isAlive(header, 1_001 + Heartbeat.staleLimitMs(header)));
+        assertTrue(Heartbeat.look(header, 1_000 + Heartbeat.staleLimitMs(header)).isAlive());
+        assertTrue(Heartbeat.look(header, 1_001 + Heartbeat.staleLimitMs(header)).isStale());
     }
 
     @Test
@@ -40,10 +43,11 @@ class HeartbeatTest
     {
         header.heartbeatStaleLimitMs(1_000).heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
         assertEquals(Heartbeat.CLOSED, Heartbeat.ageMs(header, 5_000));
-        assertFalse(Heartbeat.isAlive(header, 5_000));
-        assertEquals("stopped (heartbeat closed)", Heartbeat.deathReason(header, 5_000));
+        assertTrue(Heartbeat.look(header, 5_000).isClosed());
+        assertFalse(Heartbeat.look(header, 5_000).isAlive());
+        assertEquals("stopped (heartbeat closed)", Heartbeat.look(header, 5_000).reason());
         header.heartbeatMs(9_000);
         assertEquals(0, Heartbeat.ageMs(header, 8_000));
-        assertTrue(Heartbeat.isAlive(header, 8_000));
+        assertTrue(Heartbeat.look(header, 8_000).isAlive());
     }
 }

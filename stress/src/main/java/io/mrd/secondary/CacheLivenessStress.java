@@ -122,9 +122,9 @@ public class CacheLivenessStress
             this.latch = latch;
         }
 
-        public void ensureAlive()
+        public void requireAliveAsLastSeen()
         {
-            latch.ensureAlive();
+            latch.requireAliveAsLastSeen();
         }
 
         public long devGenAddress()
@@ -137,9 +137,9 @@ public class CacheLivenessStress
             latch.track(cache);
         }
 
-        public void checkLiveness()
+        public void requireAliveNow()
         {
-            latch.ensureAlive();
+            latch.requireAliveAsLastSeen();
         }
 
         public boolean lookupGlobal(final long address, final MrEntry out)

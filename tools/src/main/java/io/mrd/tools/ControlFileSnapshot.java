@@ -264,27 +264,12 @@ public record ControlFileSnapshot(
     }
 
     /**
-     * @return ms since the last heartbeat when the snapshot was taken, or -1 when the daemon closed the file.
+     * @return the heartbeat as it was when the snapshot was taken: alive, closed or stale, its age and the
+     * daemon's published limit ({@link Heartbeat#state}).
      */
-    public long heartbeatAgeMs()
+    public Heartbeat.State heartbeat()
     {
-        return Heartbeat.ageMs(header.heartbeatMs(), takenMs);
-    }
-
-    /**
-     * @return the stale limit the daemon published ({@link Heartbeat}).
-     */
-    public long staleLimitMs()
-    {
-        return Heartbeat.staleLimitMs((long)header.heartbeatStaleLimitMs());
-    }
-
-    /**
-     * @return whether the heartbeat was fresh when the snapshot was taken ({@link Heartbeat#isAlive}).
-     */
-    public boolean alive()
-    {
-        return Heartbeat.isAlive(heartbeatAgeMs(), staleLimitMs());
+        return Heartbeat.state(header.heartbeatMs(), header.heartbeatStaleLimitMs(), takenMs);
     }
 
     /**
@@ -337,7 +322,7 @@ public record ControlFileSnapshot(
         final GlobalCacheReader reader = new GlobalCacheReader(ctl);
         final ControlFileSnapshot[] result = new ControlFileSnapshot[1];
         // A dead primary (or a copy of its file) will never release an odd seqlock: one attempt is enough.
-        final boolean alive = Heartbeat.isAlive(ctl.header(), System.currentTimeMillis());
+        final boolean alive = Heartbeat.lookNow(ctl.header()).isAlive();
         final long deadline = System.currentTimeMillis() + (alive ? CONSISTENT_READ_TIMEOUT_MS : 0);
         while (true)
         {
@@ -355,7 +340,7 @@ public record ControlFileSnapshot(
                 if (System.currentTimeMillis() > deadline)
                 {
                     final ControlFileSnapshot unguarded = readOnce(ctl, false);
-                    if (unguarded.alive() && (unguarded.header().seq() & 1) == 0)
+                    if (unguarded.heartbeat().isAlive() && (unguarded.header().seq() & 1) == 0)
                     {
                         throw ex;
                     }

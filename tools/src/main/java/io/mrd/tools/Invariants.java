@@ -6,6 +6,7 @@ import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.Sizes;
 
 import java.util.ArrayList;
@@ -241,7 +242,7 @@ public final class Invariants
         {
             violations.add(name + ": access " + Access.describe(mr.access()) + " is not local-write plus remote flags");
         }
-        if (Access.isRemote(mr.access()) == (mr.rkey() == Access.NO_RKEY))
+        if (!RemoteAccess.isRightRkey(mr.access(), mr.rkey()))
         {
             violations.add(name + ": rkey " + Format.key(mr.rkey()) + " with access " + Access.describe(mr.access()) +
                 ": an MR has an rkey exactly when it has remote access");

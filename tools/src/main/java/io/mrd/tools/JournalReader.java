@@ -4,8 +4,8 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.FileFailure;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.journal.JournalEvent;
-import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
+import io.mrd.layout.journal.JournalRecord;
 import io.mrd.layout.journal.JournalRecordDescriptor;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -28,11 +28,12 @@ import static io.mrd.layout.journal.JournalRecordDescriptor.RECORD_LENGTH;
  * committed since the last) or from a dead one's directory (the journal ends at the last committed record).
  * <p>
  * A record is taken only when its commit word holds its file's lap and the checksum of its fields
- * ({@link JournalRecordDescriptor}); the first one that does not is the end of the lap. When the writer has
- * started the next lap meanwhile, the reader goes on there. When the writer has overwritten the file of the lap
- * being read (a reader slower than a whole journal), the events in between are lost: {@link #lostLaps()} counts
- * such jumps and the reader goes on from the oldest lap still there. The lap is read again after each record,
- * so that a record the writer overwrote while it was read is never returned.
+ * ({@link JournalRecordDescriptor}, read through the {@link JournalRecord} flyweight the writer stores with); the
+ * first one that does not is the end of the lap. When the writer has started the next lap meanwhile, the reader
+ * goes on there. When the writer has overwritten the file of the lap being read (a reader slower than a whole
+ * journal), the events in between are lost: {@link #lostLaps()} counts such jumps and the reader goes on from
+ * the oldest lap still there. The lap is read again after each record, so that a record the writer overwrote
+ * while it was read is never returned.
  */
 public final class JournalReader implements AutoCloseable
 {
@@ -42,6 +43,7 @@ public final class JournalReader implements AutoCloseable
     private final Path dir;
     private final UnsafeBuffer[] files = new UnsafeBuffer[FILE_COUNT];
     private final long[] fileLengths = new long[FILE_COUNT];
+    private final JournalRecord record = new JournalRecord();
     private long lap;
     private int sequence;
     private long lostLaps;
@@ -187,34 +189,7 @@ public final class JournalReader implements AutoCloseable
      */
     private JournalEvent read(final UnsafeBuffer file, final int offset)
     {
-        final long commit = file.getLongVolatile(offset + JournalRecordDescriptor.COMMIT_OFFSET);
-        if (JournalRecordDescriptor.lapOf(commit) != lap)
-        {
-            return null;
-        }
-        final long w8 = file.getLong(offset + 8);
-        final long w16 = file.getLong(offset + 16);
-        final long w24 = file.getLong(offset + 24);
-        final long w32 = file.getLong(offset + 32);
-        final long w40 = file.getLong(offset + 40);
-        final long w48 = file.getLong(offset + 48);
-        final long w56 = file.getLong(offset + 56);
-        if (commit != JournalRecordDescriptor.commitWord(lap, w8, w16, w24, w32, w40, w48, w56) ||
-            file.getInt(offset + JournalRecordDescriptor.LENGTH_OFFSET) != RECORD_LENGTH)
-        {
-            return null;
-        }
-        final int code = file.getShort(offset + JournalRecordDescriptor.TYPE_OFFSET) & 0xFFFF;
-        return new JournalEvent(lap, sequence, JournalEventType.of(code), code,
-            file.getShort(offset + JournalRecordDescriptor.FLAGS_OFFSET) & 0xFFFF,
-            file.getLong(offset + JournalRecordDescriptor.TIME_OFFSET),
-            file.getInt(offset + JournalRecordDescriptor.CLIENT_OFFSET),
-            file.getInt(offset + JournalRecordDescriptor.ARG_OFFSET),
-            file.getLong(offset + JournalRecordDescriptor.ADDRESS_OFFSET),
-            file.getLong(offset + JournalRecordDescriptor.RANGE_LENGTH_OFFSET),
-            file.getInt(offset + JournalRecordDescriptor.LKEY_OFFSET),
-            file.getInt(offset + JournalRecordDescriptor.RKEY_OFFSET),
-            file.getLong(offset + JournalRecordDescriptor.VALUE_OFFSET));
+        return record.wrap(file, offset).isCommitted(lap) ? record.toEvent(lap, sequence) : null;
     }
 
     private boolean lapStarted(final long next)

@@ -136,7 +136,7 @@ final class HeartbeatAgreementTest
             Signals.send(signals, "watcher", "exit");
             assertEquals(0, client.awaitExit(WAIT), client::output);
             ChildJvm.await("the daemon's heartbeat fresh again after SIGCONT", WAIT,
-                () -> Heartbeat.isAlive(daemon.ctl.header(), System.currentTimeMillis()));
+                () -> Heartbeat.lookNow(daemon.ctl.header()).isAlive());
             assertEquals(1.0, samples(serve(metrics)).get("mrd_up"), "/metrics after SIGCONT");
             ChildJvm.await("the client's connection closed", WAIT,
                 () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0);

@@ -4,11 +4,11 @@ import io.mrd.layout.FileFailure;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
-import io.mrd.layout.journal.JournalRecordDescriptor;
-import net.openhft.chronicle.bytes.BytesStore;
+import io.mrd.layout.journal.JournalRecord;
 import net.openhft.chronicle.bytes.MappedBytes;
 import org.agrona.concurrent.EpochNanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
+import org.agrona.concurrent.UnsafeBuffer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,8 +27,10 @@ import static io.mrd.layout.journal.JournalRecordDescriptor.RECORD_LENGTH;
 
 /**
  * The daemon's event journal: {@link JournalFileDescriptor#FILE_COUNT} files in {@code DIR/journal}, each mapped
- * whole and shared through Chronicle Bytes' {@link MappedBytes#singleMappedBytes}, written at absolute offsets
- * through its {@link BytesStore} ({@code writeLong} for the fields, {@code writeOrderedLong} for the commit word).
+ * whole and shared through Chronicle Bytes' {@link MappedBytes#singleMappedBytes}, and written at absolute offsets
+ * through an Agrona buffer over that mapping: the records through the {@link JournalRecord} flyweight that
+ * {@code io.mrd.tools.JournalReader} reads them with (plain stores for the fields, an ordered one for the commit
+ * word), so that writer and reader share one statement of the layout.
  * <p>
  * <b>Why this Chronicle API.</b> {@code singleMappedBytes} maps each file once, at its whole length, when the
  * daemon starts: an append is then a few stores into memory, with no system call, no fsync and no remapping
@@ -65,13 +67,16 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
     private final long fileLength;
     private final long journalSize;
     private final MappedBytes[] files = new MappedBytes[FILE_COUNT];
-    private final BytesStore<?, ?>[] stores = new BytesStore<?, ?>[FILE_COUNT];
+    /** Each file's mapping, as the buffer the header and records are stored through. */
+    private final UnsafeBuffer[] buffers = new UnsafeBuffer[FILE_COUNT];
+    /** Guarded by {@link #lock}. */
+    private final JournalRecord record = new JournalRecord();
     private final EpochNanoClock clock;
     private final ReentrantLock lock = new ReentrantLock();
     /** The lap being written; guarded by {@link #lock}. */
     private long lap;
     /** Offset of the next record in the lap's file; guarded by {@link #lock}. */
-    private long position;
+    private int position;
     /** Guarded by {@link #lock}. */
     private boolean closed;
 
@@ -112,12 +117,14 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
                 final MappedBytes bytes = MappedBytes.singleMappedBytes(file.toFile(), journal.fileLength);
                 bytes.singleThreadedCheckDisabled(true);
                 journal.files[i] = bytes;
-                final BytesStore<?, ?> store = bytes.bytesStore();
-                store.writeLong(JournalFileDescriptor.EPOCH_OFFSET, epoch);
-                store.writeLong(JournalFileDescriptor.FILE_LENGTH_OFFSET, journal.fileLength);
-                store.writeInt(JournalFileDescriptor.MAGIC_OFFSET, JournalFileDescriptor.MAGIC);
-                store.writeOrderedInt(JournalFileDescriptor.LAYOUT_VERSION_OFFSET, JournalFileDescriptor.LAYOUT_VERSION);
-                journal.stores[i] = store;
+                // At most a quarter of MAX_JOURNAL_SIZE: an int length, as the reader maps it.
+                final UnsafeBuffer buffer =
+                    new UnsafeBuffer(bytes.bytesStore().addressForWrite(0), (int)journal.fileLength);
+                buffer.putLong(JournalFileDescriptor.EPOCH_OFFSET, epoch);
+                buffer.putLong(JournalFileDescriptor.FILE_LENGTH_OFFSET, journal.fileLength);
+                buffer.putInt(JournalFileDescriptor.MAGIC_OFFSET, JournalFileDescriptor.MAGIC);
+                buffer.putIntOrdered(JournalFileDescriptor.LAYOUT_VERSION_OFFSET, JournalFileDescriptor.LAYOUT_VERSION);
+                journal.buffers[i] = buffer;
             }
         }
         catch (final IOException | RuntimeException ex)
@@ -184,24 +191,20 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
             {
                 startLap(lap + 1);
             }
-            final BytesStore<?, ?> store = stores[JournalFileDescriptor.fileIndex(lap)];
-            final long at = position;
-            store.writeInt(at + JournalRecordDescriptor.LENGTH_OFFSET, RECORD_LENGTH);
-            store.writeShort(at + JournalRecordDescriptor.TYPE_OFFSET, (short)type.code());
-            store.writeShort(at + JournalRecordDescriptor.FLAGS_OFFSET, (short)flags);
-            store.writeLong(at + JournalRecordDescriptor.TIME_OFFSET, clock.nanoTime());
-            store.writeInt(at + JournalRecordDescriptor.CLIENT_OFFSET, client);
-            store.writeInt(at + JournalRecordDescriptor.ARG_OFFSET, arg);
-            store.writeLong(at + JournalRecordDescriptor.ADDRESS_OFFSET, address);
-            store.writeLong(at + JournalRecordDescriptor.RANGE_LENGTH_OFFSET, length);
-            store.writeInt(at + JournalRecordDescriptor.LKEY_OFFSET, lkey);
-            store.writeInt(at + JournalRecordDescriptor.RKEY_OFFSET, rkey);
-            store.writeLong(at + JournalRecordDescriptor.VALUE_OFFSET, value);
-            // The checksum is of what the mapping now holds, read back as the reader will read it.
-            store.writeOrderedLong(at + JournalRecordDescriptor.COMMIT_OFFSET, JournalRecordDescriptor.commitWord(lap,
-                store.readLong(at + 8), store.readLong(at + 16), store.readLong(at + 24), store.readLong(at + 32),
-                store.readLong(at + 40), store.readLong(at + 48), store.readLong(at + 56)));
-            position = at + RECORD_LENGTH;
+            record.wrap(buffers[JournalFileDescriptor.fileIndex(lap)], position)
+                .recordLength(RECORD_LENGTH)
+                .type(type.code())
+                .flags(flags)
+                .timeNs(clock.nanoTime())
+                .client(client)
+                .arg(arg)
+                .address(address)
+                .rangeLength(length)
+                .lkey(lkey)
+                .rkey(rkey)
+                .value(value)
+                .commit(lap);
+            position += RECORD_LENGTH;
         }
         finally
         {
@@ -216,9 +219,9 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
      */
     private void startLap(final long next)
     {
-        final BytesStore<?, ?> store = stores[JournalFileDescriptor.fileIndex(next)];
-        store.writeLong(JournalFileDescriptor.LAP_START_OFFSET, clock.nanoTime());
-        store.writeOrderedLong(JournalFileDescriptor.LAP_OFFSET, next);
+        final UnsafeBuffer buffer = buffers[JournalFileDescriptor.fileIndex(next)];
+        buffer.putLong(JournalFileDescriptor.LAP_START_OFFSET, clock.nanoTime());
+        buffer.putLongOrdered(JournalFileDescriptor.LAP_OFFSET, next);
         lap = next;
         position = RECORDS_OFFSET;
     }
@@ -271,7 +274,7 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
             {
                 files[i].releaseLast();
                 files[i] = null;
-                stores[i] = null;
+                buffers[i] = null;
             }
         }
         LOG.debug("event journal {} closed", dir);

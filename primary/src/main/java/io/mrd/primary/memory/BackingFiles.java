@@ -87,7 +87,7 @@ final class BackingFiles
         try
         {
             final int errno = Posix.flock(fd, Posix.LOCK_EX | Posix.LOCK_NB);
-            if (errno == Posix.EWOULDBLOCK)
+            if (errno == ErrorCode.EAGAIN.errno())
             {
                 throw new MrdException(ErrorCode.EBUSY, "backing file " + path +
                     " is in use by another mrd daemon: give each daemon its own --dir or --huge-dir");

@@ -1,10 +1,10 @@
 package io.mrd.primary.memory;
 
-import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import org.agrona.MutableDirectBuffer;
@@ -355,10 +355,8 @@ public final class MemsegList
 
     /**
      * The maximal run around {@code segment}, an allocated one, of allocated segments (of any owners) that may
-     * share its MR. An MR is registered with one access, so the run stops at a segment of other access: an MR
-     * never covers memory of two accesses, and never grants remote access its owner did not ask for. Memory
-     * with remote access also stops at its allocation's bounds, so that an rkey reaches one owner's memory
-     * only, and a free by one owner never revokes another's rkey (see {@code MrTable.clearSegments}).
+     * share its MR ({@link RemoteAccess#mayShareMr}): the run stops at a segment of other access, and memory with
+     * remote access also at its allocation's bounds.
      */
     Chunk chunkAround(final int segment)
     {
@@ -377,8 +375,8 @@ public final class MemsegList
 
     private boolean mayShareMr(final int neighbour, final int segment)
     {
-        return isAllocated(neighbour) && access[neighbour] == access[segment] &&
-            (!Access.isRemote(access[segment]) || allocationFirst[neighbour] == allocationFirst[segment]);
+        return isAllocated(neighbour) && RemoteAccess.mayShareMr(access[segment], allocationFirst[segment],
+            access[neighbour], allocationFirst[neighbour]);
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.mrd.primary.mr;
 
-import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
@@ -11,6 +10,7 @@ import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrRecord;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.journal.EventJournal;
@@ -176,10 +176,8 @@ final class MrTable
      * The memory free event's part in the table (the reference's {@code mlx5_mr_mem_event_free_cb} loop):
      * clears the freed segments' bits in every ACTIVE MR of their list, and detaches the MRs left with none.
      * An MR with remote access is detached as soon as any segment of its registered range is freed, live in it
-     * or not: the registration still spans the freed range, which will be allocated again, possibly to another
-     * owner, and an rkey held by a peer must not reach that memory (the device checks only the registered
-     * range). Such an MR lies in one allocation ({@code MemsegList.chunkAround}), so only its owner's free
-     * revokes its rkey; the rest of the allocation gets a new MR on its next lookup. Write section.
+     * or not ({@link RemoteAccess#isRevokedByFree}); it lies in one allocation, so only its owner's free revokes
+     * its rkey, and the rest of the allocation gets a new MR on its next lookup. Write section.
      *
      * @return true when any bit was cleared: the cache must be rebuilt.
      */
@@ -193,7 +191,6 @@ final class MrTable
             {
                 continue;
             }
-            final boolean remote = Access.isRemote(record.access());
             boolean spanFreed = false;
             for (final FreedRange range : ranges)
             {
@@ -214,7 +211,7 @@ final class MrTable
                     }
                 }
             }
-            if (record.msN() == 0 || (remote && spanFreed))
+            if (RemoteAccess.isRevokedByFree(record.access(), record.msN(), spanFreed))
             {
                 detach(slot);
                 cleared = true;

@@ -4,6 +4,7 @@ import io.mrd.layout.Access;
 import io.mrd.layout.EmulatedDeviceAdvice;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.LoadedLibrary;
 import io.mrd.layout.sys.Sizes;
 import org.slf4j.Logger;
@@ -243,8 +244,8 @@ public final class IbverbsRegistrar implements Registrar
      * {@inheritDoc}
      *
      * @return keys and range as the {@code struct ibv_mr} reports them, except that the rkey is
-     *         {@link Access#NO_RKEY} when {@code access} has no remote flag (the device still makes one, which
-     *         grants nothing); the handle is the {@code struct ibv_mr *}.
+     *         {@link RemoteAccess#rkey}'s ({@link Access#NO_RKEY} when {@code access} has no remote flag); the
+     *         handle is the {@code struct ibv_mr *}.
      * @throws MrdException ENOMEM past --max-pinned or for an injected failure; otherwise the errno of
      *                      {@code ibv_reg_mr} as its code, named in the message (ENOMEM also names RLIMIT_MEMLOCK).
      */
@@ -295,7 +296,7 @@ public final class IbverbsRegistrar implements Registrar
             ((MemorySegment)MR_ADDR.get(struct, 0L)).address(),
             (long)MR_LENGTH.get(struct, 0L),
             (int)MR_LKEY.get(struct, 0L),
-            Access.isRemote(access) ? (int)MR_RKEY.get(struct, 0L) : Access.NO_RKEY,
+            RemoteAccess.rkey(access, (int)MR_RKEY.get(struct, 0L)),
             mr.address());
         live.put(mr.address(), registration);
         return registration;

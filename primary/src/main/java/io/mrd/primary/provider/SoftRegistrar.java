@@ -3,6 +3,7 @@ package io.mrd.primary.provider;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import org.slf4j.Logger;
@@ -258,7 +259,7 @@ public final class SoftRegistrar implements Registrar
                 continue;
             }
             final int key = index << VARIANT_BITS | nextVariant.getAndIncrement() & VARIANT_MASK;
-            final int rkey = Access.isRemote(access) ? key : Access.NO_RKEY;
+            final int rkey = RemoteAccess.rkey(access, key);
             final Registration registration = new Registration(address, length, key, rkey, key & 0xFFFF_FFFFL);
             if (null == live.putIfAbsent(index, registration))
             {

@@ -47,8 +47,6 @@ final class PdImport
     /** Replies one connection may have waiting; more are EAGAIN: a client that never reads holds few fds. */
     static final int MAX_WAITING = 8;
     private static final long RETRY_MS = 1;
-    private static final int EINTR = 4;
-    private static final int EAGAIN = 11;
 
     private record Pending(ByteBuf frame, int fd, long deadlineNs)
     {
@@ -143,8 +141,9 @@ final class PdImport
             }
             final Pending head = queue.peek();
             final ChannelOutboundBuffer outbound = channel.unsafe().outboundBuffer();
-            final long sent = null != outbound && outbound.totalPendingWriteBytes() > 0 ? -EAGAIN : sendNow(head);
-            if (sent == -EAGAIN || sent == -EINTR)
+            final long sent = null != outbound && outbound.totalPendingWriteBytes() > 0 ? -ErrorCode.EAGAIN.errno() :
+                sendNow(head);
+            if (sent == -ErrorCode.EAGAIN.errno() || sent == -ErrorCode.EINTR.errno())
             {
                 if (System.nanoTime() - head.deadlineNs() > 0)
                 {

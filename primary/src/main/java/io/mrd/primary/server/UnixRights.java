@@ -21,9 +21,6 @@ import java.util.Arrays;
  */
 final class UnixRights
 {
-    private static final int EINTR = 4;
-    private static final int EAGAIN = 11;
-
     private UnixRights()
     {
     }
@@ -65,8 +62,9 @@ final class UnixRights
         final UnixSocket.Receipt receipt = UnixSocket.receive(socketFd, false);
         if (receipt.errno() != 0)
         {
-            return receipt.errno() == EAGAIN || receipt.errno() == EINTR ? new NotYet() :
-                new Refused("recvmsg failed: " + ErrorCode.describe(receipt.errno()));
+            final int errno = receipt.errno();
+            return errno == ErrorCode.EAGAIN.errno() || errno == ErrorCode.EINTR.errno() ? new NotYet() :
+                new Refused("recvmsg failed: " + ErrorCode.describe(errno));
         }
         final int[] fds = receipt.fds();
         if (receipt.bytes() == 0 && fds.length == 0)

@@ -63,10 +63,6 @@ public final class Posix
      */
     public static final int MADV_POPULATE_WRITE = 23;
 
-    public static final int EEXIST = 17;
-    public static final int EWOULDBLOCK = 11;
-    public static final int EINTR = 4;
-
     private static final MethodHandle MMAP = bind("mmap",
         FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     private static final Libc.Function MUNMAP = function("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
@@ -128,7 +124,7 @@ public final class Posix
         if (got == -1L)
         {
             final int errno = errno();
-            if (errno == EEXIST)
+            if (errno == ErrorCode.EEXIST.errno())
             {
                 throw new MrdException(ErrorCode.EEXIST, "address range " + range(address, length) +
                     " is already mapped in this process (pid " + ProcessHandle.current().pid() +
@@ -302,7 +298,7 @@ public final class Posix
     /**
      * {@code flock(fd, operation)}.
      *
-     * @return 0, or the errno ({@link #EWOULDBLOCK} when LOCK_NB was given and another holds the lock).
+     * @return 0, or the errno ({@code EWOULDBLOCK}, {@link ErrorCode#EAGAIN}, when LOCK_NB was given and another holds the lock).
      */
     public static int flock(final int fd, final int operation)
     {
@@ -313,7 +309,7 @@ public final class Posix
                 return 0;
             }
             final int errno = errno();
-            if (errno != EINTR)
+            if (errno != ErrorCode.EINTR.errno())
             {
                 return errno;
             }

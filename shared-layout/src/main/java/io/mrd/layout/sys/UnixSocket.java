@@ -48,8 +48,6 @@ public final class UnixSocket implements AutoCloseable
     private static final int MSG_CMSG_CLOEXEC = 0x40000000;
     private static final int SHUT_WR = 1;
     private static final int SHUT_RDWR = 2;
-    private static final int EINTR = 4;
-    private static final int ERANGE = 34;
 
     /** {@code sizeof(sun_path)} on Linux: the longest socket path plus its NUL. */
     public static final int SUN_PATH_LENGTH = 108;
@@ -138,7 +136,7 @@ public final class UnixSocket implements AutoCloseable
             {
                 rc = (int)CONNECT.invokeExact(Libc.callState(), fd, address, 2 + name.length + 1);
             }
-            while (rc != 0 && Libc.errno() == EINTR);
+            while (rc != 0 && Libc.errno() == ErrorCode.EINTR.errno());
             if (rc != 0)
             {
                 final int errno = Libc.errno();
@@ -217,7 +215,7 @@ public final class UnixSocket implements AutoCloseable
             }
             if (n < 0)
             {
-                if (Libc.errno() == EINTR)
+                if (Libc.errno() == ErrorCode.EINTR.errno())
                 {
                     continue;
                 }
@@ -250,7 +248,7 @@ public final class UnixSocket implements AutoCloseable
             {
                 return (int)n;
             }
-            if (Libc.errno() != EINTR)
+            if (Libc.errno() != ErrorCode.EINTR.errno())
             {
                 throw Posix.failure(Libc.errno(), "recv(" + peer + ")");
             }
@@ -287,7 +285,7 @@ public final class UnixSocket implements AutoCloseable
                 {
                     return;
                 }
-                if (n < 0 && Libc.errno() == EINTR)
+                if (n < 0 && Libc.errno() == ErrorCode.EINTR.errno())
                 {
                     continue;
                 }
@@ -315,7 +313,7 @@ public final class UnixSocket implements AutoCloseable
         {
             receipt = receive(fd, true);
         }
-        while (receipt.errno() == EINTR);
+        while (receipt.errno() == ErrorCode.EINTR.errno());
         if (receipt.errno() != 0)
         {
             throw Posix.failure(receipt.errno(), "recvmsg(" + peer + ")");
@@ -360,7 +358,7 @@ public final class UnixSocket implements AutoCloseable
                     forEachFd(control, Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH), fds);
                     return (int)n;
                 }
-                if (Libc.errno() != EINTR)
+                if (Libc.errno() != ErrorCode.EINTR.errno())
                 {
                     throw Posix.failure(Libc.errno(), "recvmsg(" + peer + ")");
                 }
@@ -507,7 +505,7 @@ public final class UnixSocket implements AutoCloseable
                     }
                     return result;
                 }
-                if (Libc.errno() != ERANGE)
+                if (Libc.errno() != ErrorCode.ERANGE.errno())
                 {
                     return new int[0];
                 }

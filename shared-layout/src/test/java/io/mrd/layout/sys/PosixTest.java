@@ -169,12 +169,12 @@ final class PosixTest
             try
             {
                 assertEquals(0, Posix.flock(fd1, Posix.LOCK_EX | Posix.LOCK_NB));
-                assertEquals(Posix.EWOULDBLOCK, Posix.flock(fd2, Posix.LOCK_EX | Posix.LOCK_NB));
-                assertEquals(Posix.EWOULDBLOCK, Posix.flock(fd2, Posix.LOCK_SH | Posix.LOCK_NB));
+                assertEquals(ErrorCode.EAGAIN.errno(), Posix.flock(fd2, Posix.LOCK_EX | Posix.LOCK_NB));
+                assertEquals(ErrorCode.EAGAIN.errno(), Posix.flock(fd2, Posix.LOCK_SH | Posix.LOCK_NB));
                 assertEquals(0, Posix.flock(fd1, Posix.LOCK_EX | Posix.LOCK_NB), "re-locking the same file");
                 assertEquals(0, Posix.flock(fd1, Posix.LOCK_UN));
                 assertEquals(0, Posix.flock(fd2, Posix.LOCK_EX | Posix.LOCK_NB));
-                assertEquals(Posix.EWOULDBLOCK, Posix.flock(fd1, Posix.LOCK_EX | Posix.LOCK_NB));
+                assertEquals(ErrorCode.EAGAIN.errno(), Posix.flock(fd1, Posix.LOCK_EX | Posix.LOCK_NB));
             }
             finally
             {
