@@ -9,47 +9,28 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonCounters;
-import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
 
 import java.util.List;
-import java.util.concurrent.locks.Lock;
 
 /**
  * The MRs over external memory (the reference's {@code mlx5_create_mr_ext}): one MR per registered range, with
  * no memory-segment list behind it, so no memory free event reaches it; it goes when its owner deregisters it
  * or dies. They live in the one MR table and global cache, so that lookups find them like any MR, and are
- * changed under the engine's cache lock and in the cache writer's write sections like any MR. A registration
- * runs with no lock held, its range in {@link InFlightRanges} meanwhile, as a create's does.
+ * changed under the cache lock and in the cache writer's write sections like any MR ({@link MrShareCache},
+ * which this calls into and which calls nothing here). A registration runs with no lock held, its range in
+ * {@link InFlightRanges} meanwhile, as a create's does.
  * <p>
  * The memory itself (the window it is mapped in, the client's fd) is {@code io.mrd.primary.external}'s.
  */
 final class ExternalMrs
 {
-    private final MrEngine engine;
-    private final Lock cacheLock;
-    private final InFlightRanges inFlight;
-    private final MrTable table;
-    private final GlobalCacheWriter cache;
-    private final Registrar registrar;
+    private final MrShareCache shareCache;
     private final DaemonCounters counters;
-    private final MrEntry scratch = new MrEntry();
 
-    ExternalMrs(
-        final MrEngine engine,
-        final Lock cacheLock,
-        final InFlightRanges inFlight,
-        final MrTable table,
-        final GlobalCacheWriter cache,
-        final Registrar registrar,
-        final DaemonCounters counters)
+    ExternalMrs(final MrShareCache shareCache, final DaemonCounters counters)
     {
-        this.engine = engine;
-        this.cacheLock = cacheLock;
-        this.inFlight = inFlight;
-        this.table = table;
-        this.cache = cache;
-        this.registrar = registrar;
+        this.shareCache = shareCache;
         this.counters = counters;
     }
 
@@ -69,28 +50,29 @@ final class ExternalMrs
             throw new MrdException(ErrorCode.EINVAL, "external range at " + Sizes.hex(address) + " of " + length +
                 " bytes is empty or wraps");
         }
-        engine.garbageCollect();
+        shareCache.garbageCollect();
         final long end = address + length;
-        final int slot = table.take(address);
-        cacheLock.lock();
+        final int slot = shareCache.takeRecord(address);
+        shareCache.lock();
         try
         {
-            engine.checkOpen(address);
-            if (cache.lookup(address, scratch) || table.overlapsChunk(address, end) || inFlight.overlaps(address, end))
+            shareCache.checkOpen(address);
+            if (shareCache.isRegistered(address) || shareCache.overlapsChunk(address, end) ||
+                shareCache.overlapsInFlight(address, end))
             {
                 throw new MrdException(ErrorCode.EEXIST, "external range [" + Sizes.hex(address) + ", " +
                     Sizes.hex(end) + ") overlaps memory that is already registered");
             }
-            inFlight.add(address, end);
+            shareCache.markInFlight(address, end);
         }
         catch (final RuntimeException ex)
         {
-            table.release(slot);
+            shareCache.releaseRecord(slot);
             throw ex;
         }
         finally
         {
-            cacheLock.unlock();
+            shareCache.unlock();
         }
         try
         {
@@ -98,15 +80,7 @@ final class ExternalMrs
         }
         finally
         {
-            cacheLock.lock();
-            try
-            {
-                inFlight.remove(address, end);
-            }
-            finally
-            {
-                cacheLock.unlock();
-            }
+            shareCache.endInFlight(address, end);
         }
     }
 
@@ -117,30 +91,21 @@ final class ExternalMrs
         final Registration registration;
         try
         {
-            registration = registrar.register(address, length, MrEngine.registrationAccess(access));
+            registration = shareCache.register(address, length, access);
         }
         catch (final RuntimeException ex)
         {
-            table.release(slot);
+            shareCache.releaseRecord(slot);
             throw ex;
         }
-        cacheLock.lock();
-        try
+        final MrEntry entry = shareCache.publish(
+            address, slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner, access);
+        if (null == entry)
         {
-            if (!engine.isClosed())
-            {
-                engine.publish(slot, registration, MrTable.Coverage.external(), MrDescriptor.FLAG_EXTERNAL, owner,
-                    access);
-                counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
-                return new MrEntry().set(address, address + length, registration.lkey(), registration.rkey(), access,
-                    slot);
-            }
+            throw shareCache.undoAfterClose(registration, slot, "external memory at " + Sizes.hex(address));
         }
-        finally
-        {
-            cacheLock.unlock();
-        }
-        throw engine.undoAfterClose(registration, slot, "external memory at " + Sizes.hex(address));
+        counters.increment(MrdCounter.EXTERNAL_REGISTRATIONS);
+        return entry;
     }
 
     /**
@@ -153,33 +118,27 @@ final class ExternalMrs
      */
     void deregister(final long address, final int owner)
     {
-        cacheLock.lock();
+        shareCache.lock();
         try
         {
-            final int slot = table.findExternal(address);
+            final int slot = shareCache.findExternal(address);
             if (slot < 0)
             {
                 throw new MrdException(ErrorCode.ENOENT, "no external memory is registered at " + Sizes.hex(address));
             }
-            final int holder = table.owner(slot);
+            final int holder = shareCache.ownerOf(slot);
             if (owner != MemsegListDescriptor.OWNER_DAEMON && holder != owner)
             {
                 throw new MrdException(ErrorCode.EPERM, "external memory at " + Sizes.hex(address) +
                     " belongs to client " + holder + ", not " + owner);
             }
-            engine.journal().externalDeregistered(owner, address);
-            cache.write(() ->
-            {
-                table.detach(slot);
-                cache.invalidate();
-            });
-            counters.increment(MrdCounter.MEMORY_EVENTS);
+            shareCache.detachExternal(slot, address, owner);
         }
         finally
         {
-            cacheLock.unlock();
+            shareCache.unlock();
         }
-        engine.collectAndAwait();
+        shareCache.collectAndAwait();
     }
 
     /**
@@ -187,14 +146,6 @@ final class ExternalMrs
      */
     List<Long> ownedBy(final int owner)
     {
-        cacheLock.lock();
-        try
-        {
-            return table.externalsOwnedBy(owner);
-        }
-        finally
-        {
-            cacheLock.unlock();
-        }
+        return shareCache.externalsOwnedBy(owner);
     }
 }

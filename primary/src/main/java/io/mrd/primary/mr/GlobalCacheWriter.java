@@ -22,11 +22,11 @@ import org.slf4j.LoggerFactory;
  * sections, insertion of an MR's chunks, the rebuild from the MR table, the devGen bump that flushes every
  * local cache, and the lookup the daemon itself makes.
  * <p>
- * <b>Locking.</b> Everything here is called with the engine's cache lock held, which makes this the only
- * writer. Every store a reader can see (cache entries and length, the overflow flag, devGen, MR records)
- * is made inside {@link #write}, the seqlock's write section, and nothing slow runs there: readers spin for
- * the whole section, so a registration never does (nothing is registered under the seqlock). The lookup
- * needs no seqlock read: with the cache lock held nothing can change.
+ * <b>Locking.</b> Everything here is called with the cache lock ({@link MrShareCache}) held, which makes this
+ * the only writer. Every store a reader can see (cache entries and length, the overflow flag, devGen, MR
+ * records) is made inside {@link #write}, the seqlock's write section, and nothing slow runs there: readers
+ * spin for the whole section, so a registration never does (nothing is registered under the seqlock). The
+ * lookup needs no seqlock read: with the cache lock held nothing can change.
  * <p>
  * When the cache cannot hold every chunk it sets the overflow flag, and readers (and {@link #lookup}) fall
  * back to scanning the MR table until a rebuild fits again.

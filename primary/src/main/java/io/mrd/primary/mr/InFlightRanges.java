@@ -14,11 +14,11 @@ import java.util.concurrent.locks.Lock;
  * ({@link #awaitNotContaining}) and then starts again, finding the MR the other made; a create next to one
  * stops its range short of it.
  * <p>
- * <b>Locking.</b> Guarded by the engine's cache lock, which every method expects held; waiters wait on a
- * condition of that lock, so they hold nothing while they wait. A range stays here until its registration has
- * been published or, failing that, undone (deregistered), so {@link #awaitEmpty} after a close leaves nothing
- * pinned that the MR table does not know of. There are never more ranges than threads registering, so a list
- * does.
+ * <b>Locking.</b> Guarded by the cache lock ({@link MrShareCache}), which every method expects held; waiters
+ * wait on a condition of that lock, so they hold nothing while they wait. A range stays here until its
+ * registration has been published or, failing that, undone (deregistered), so {@link #awaitEmpty} after a close
+ * leaves nothing pinned that the MR table does not know of. There are never more ranges than threads
+ * registering, so a list does.
  */
 final class InFlightRanges
 {

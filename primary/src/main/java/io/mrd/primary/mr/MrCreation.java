@@ -15,16 +15,31 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.BitSet;
-import java.util.concurrent.locks.Lock;
 import java.util.function.Function;
 
 /**
- * Steps 2 to 8 of the reference's {@code mlx5_mr_create_primary}, one method per step, for an address in managed
- * memory that no MR covers: find the chunk, take a record, re-check the chunk under the memory lock and look
- * again under the cache lock, pick the uncovered segments, register them with no lock held, publish. The
- * locking is the engine's ({@link MrEngine}); what this adds to the reference is what makes step 7 lock-free:
- * the segments it registers carry a {@link SegmentHold} (a free of them waits) and its range is in
- * {@link InFlightRanges} (a create for an address in it waits, then starts again and finds the MR).
+ * The reference's {@code mlx5_mr_create_primary}, one method per step, for an address no MR covers yet:
+ * <ol>
+ *   <li>{@link MrShareCache#garbageCollect}: deregister detached MRs, outside every lock (then the lookup that
+ *   answers most creates, {@link MrShareCache#lookup});</li>
+ *   <li>{@link #findChunk}: the chunk around the address, the whole contiguous run or one segment;</li>
+ *   <li>{@link #takeRecord}: the MR record, without the cache lock;</li>
+ *   <li>{@link #recheckChunk}: under the memory read lock, the chunk again (changed: retry with one
+ *   segment);</li>
+ *   <li>{@link #lookAgain}: under the cache lock too, the address again (created meanwhile: return it; in
+ *   flight: wait for it, {@link #awaitInFlight}, and start again);</li>
+ *   <li>{@link #planRange}: the uncovered segments ({@link #uncoveredSegments}), held and marked in flight;</li>
+ *   <li>{@link #register}: the registration, with no lock held;</li>
+ *   <li>{@link #publish}: the MR into the table and the global cache, under the cache lock
+ *   ({@link MrShareCache#publish}).</li>
+ * </ol>
+ * {@link #create} runs them in that order with the retries; {@link #registerAndPublish} releases the hold and
+ * the mark whatever steps 7 and 8 do. The state the steps share, and its locks and their order, are
+ * {@link MrShareCache}'s; this class calls into it and into {@link MemoryManager} and is called back by
+ * neither (but for the step run under the memory lock, {@link MemoryManager#withChunk}). What it adds to the
+ * reference is what makes step 7 lock-free: the segments it registers carry a {@link SegmentHold} (a free of
+ * them waits) and its range is in {@link InFlightRanges} (a create for an address in it waits, then starts
+ * again and finds the MR).
  */
 final class MrCreation
 {
@@ -59,48 +74,50 @@ final class MrCreation
     private static final Decision CHANGED = new Changed();
     private static final Decision IN_FLIGHT = new InFlight();
 
-    private final MrEngine engine;
+    private final MrShareCache shareCache;
     private final MemoryManager memory;
     private final Registrar registrar;
     private final DistinctErrorLog errorLog;
-    private final Lock cacheLock;
-    private final InFlightRanges inFlight;
-    private final MrTable table;
-    private final GlobalCacheWriter cache;
     private final boolean extendToContiguousChunk;
     private final long segmentSize;
-    /** Guarded by the cache lock. */
-    private final MrEntry scratch = new MrEntry();
 
     MrCreation(
-        final MrEngine engine,
+        final MrShareCache shareCache,
         final MemoryManager memory,
         final Registrar registrar,
         final DistinctErrorLog errorLog,
-        final Lock cacheLock,
-        final InFlightRanges inFlight,
-        final MrTable table,
-        final GlobalCacheWriter cache,
         final boolean extendToContiguousChunk)
     {
-        this.engine = engine;
+        this.shareCache = shareCache;
         this.memory = memory;
         this.registrar = registrar;
         this.errorLog = errorLog;
-        this.cacheLock = cacheLock;
-        this.inFlight = inFlight;
-        this.table = table;
-        this.cache = cache;
         this.extendToContiguousChunk = extendToContiguousChunk;
         this.segmentSize = memory.segmentSize();
     }
 
     /**
-     * Steps 2 and 3, and the retries: with a single segment when step 4 finds that the chunk changed, from step 2
-     * again when step 5 finds the address in flight.
+     * The whole of {@code mlx5_mr_create_primary}: steps 1 to 8 and the retries, with a single segment when
+     * step 4 finds that the chunk changed, from step 2 again when step 5 finds the address in flight.
+     *
+     * @return the entry covering {@code address}: an existing MR's or a new one's.
      */
     MrEntry create(final long address, final int owner)
     {
+        // Step 1: release detached MRs, outside every lock.
+        shareCache.garbageCollect();
+        shareCache.checkOpen(address);
+
+        // Secondaries that missed on one buffer at once all ask for it; the later requests find the MR the first
+        // one created. Answer them before taking a record: with the MR table full, step 3 would fail them with
+        // ENOMEM although their MR exists (step 5 closes the race for the ones in flight). This also answers
+        // addresses in external memory, which no memory-segment list holds.
+        final MrEntry existing = new MrEntry();
+        if (shareCache.lookup(address, existing))
+        {
+            return existing;
+        }
+
         final int maxSegments = maxSegmentsPerMr(address);
 
         // Step 2: the chunk around the address. The walk takes the memory lock itself; the chunk may change
@@ -108,9 +125,7 @@ final class MrCreation
         boolean contiguous = extendToContiguousChunk;
         Chunk chunk = findChunk(address, contiguous);
 
-        // Step 3: the record is taken without the cache lock, as the reference allocates its MR without its
-        // rwlock: allocation may be slow, lookups must not wait for it.
-        final int slot = table.take(address);
+        final int slot = takeRecord(address);
         boolean slotPassed = false;
         try
         {
@@ -150,82 +165,110 @@ final class MrCreation
         {
             if (!slotPassed)
             {
-                table.release(slot);
+                shareCache.releaseRecord(slot);
             }
         }
     }
 
     /**
+     * Step 2: the chunk around {@code address} as the walk finds it; it may change once the memory lock is
+     * released.
+     */
+    private Chunk findChunk(final long address, final boolean contiguous)
+    {
+        final Chunk chunk = memory.withChunk(address, contiguous, Function.identity());
+        if (null == chunk)
+        {
+            throw notManaged(address);
+        }
+        return chunk;
+    }
+
+    /**
+     * Step 3: the record is taken without the cache lock, as the reference allocates its MR without its
+     * rwlock: allocation may be slow, lookups must not wait for it.
+     */
+    private int takeRecord(final long address)
+    {
+        return shareCache.takeRecord(address);
+    }
+
+    /**
      * Step 4: re-check under the memory read lock. Segments may have been allocated or freed since the walk.
+     * Steps 5 and 6 follow under the cache lock too: both locks are released before step 7, so the hold and the
+     * in-flight mark placed in step 6 are what protects the registration from then on.
      */
     private Decision recheckChunk(final long address, final Chunk walked, final Chunk recheck, final int maxSegments)
     {
         if (null == recheck)
         {
-            throw engine.notManaged(address);
+            throw notManaged(address);
         }
         // The access too: the address's segment may have been freed and allocated again with another access.
         if (recheck.start() != walked.start() || recheck.end() != walked.end() || recheck.access() != walked.access())
         {
             return CHANGED;
         }
-        cacheLock.lock();
+        shareCache.lock();
         try
         {
-            return lookAgainAndPlan(address, walked, maxSegments);
+            // Under the cache lock: a close after this waits for the range step 6 marks.
+            shareCache.checkOpen(address);
+            final Decision found = lookAgain(address);
+            return null != found ? found : planRange(address, walked, maxSegments);
         }
         finally
         {
-            cacheLock.unlock();
+            shareCache.unlock();
         }
     }
 
     /**
-     * Steps 5 and 6, under the memory read lock and the cache lock: both are released before step 7, so the hold
-     * and the in-flight mark placed here are what protects the registration from then on.
+     * Step 5: look again under the cache lock: a concurrent request may have created the MR meanwhile, or be
+     * registering it (one MR for the address, so wait for that one). Caller holds the cache lock.
+     *
+     * @return {@link Found}, {@link #IN_FLIGHT}, or null when the address is still missing.
      */
-    private Decision lookAgainAndPlan(final long address, final Chunk chunk, final int maxSegments)
+    private Decision lookAgain(final long address)
     {
-        // Under the cache lock: a close after this waits for the range marked below.
-        engine.checkOpen(address);
-
-        // Step 5: look again under the cache lock: a concurrent request may have created it meanwhile.
         final MrEntry entry = new MrEntry();
-        if (cache.lookup(address, entry))
+        if (shareCache.lookAgain(address, entry))
         {
-            // As the reference: put the entry into the cache again, in case it was found by the table scan.
-            if (!cache.overflowed())
-            {
-                cache.write(() -> cache.insert(entry));
-            }
             return new Found(entry);
         }
-        // Another request is registering this address: one MR for it, so wait for that one.
-        if (inFlight.contains(address))
+        if (shareCache.isInFlight(address))
         {
             return IN_FLIGHT;
         }
+        return null;
+    }
 
+    /**
+     * Step 6: the range to register, its segments held and the range marked in flight. Caller holds the memory
+     * read lock and the cache lock.
+     */
+    private Planned planRange(final long address, final Chunk chunk, final int maxSegments)
+    {
         final MrTable.Coverage coverage = uncoveredSegments(chunk, address, maxSegments);
         final long start = chunk.start() + (coverage.msBaseIdx() - chunk.firstSegment()) * segmentSize;
         final long end = start + coverage.msBmpN() * segmentSize;
         // The memory read lock is held, so the segments are still the chunk's and no free can come between.
         final SegmentHold hold = memory.hold(chunk, coverage.msBaseIdx(), coverage.msBmpN());
-        inFlight.add(start, end);
+        shareCache.markInFlight(start, end);
         return new Planned(coverage, start, end, chunk.access(), hold);
     }
 
     /**
-     * Step 6: exclude the chunk's segments already registered by other MRs and stop short of ranges in flight
-     * (two registrations never pin one segment at once), keep at most {@code maxSegments} in a window holding
-     * the address, and trim to the first and last uncovered one. The address's own segment is uncovered and
-     * not in flight (step 5), so one is.
+     * Step 6's choice: exclude the chunk's segments already registered by other MRs and stop short of ranges in
+     * flight (two registrations never pin one segment at once), keep at most {@code maxSegments} in a window
+     * holding the address, and trim to the first and last uncovered one. The address's own segment is uncovered
+     * and not in flight (step 5), so one is.
      */
     private MrTable.Coverage uncoveredSegments(final Chunk chunk, final long address, final int maxSegments)
     {
         final int at = (int)((address - chunk.start()) / segmentSize);
-        final int from = (int)((inFlight.startAfter(address, chunk.start()) - chunk.start()) / segmentSize);
-        final int to = (int)((inFlight.endBefore(address, chunk.end()) - chunk.start()) / segmentSize);
+        final int from = (int)((shareCache.inFlightStartAfter(address, chunk.start()) - chunk.start()) / segmentSize);
+        final int to = (int)((shareCache.inFlightEndBefore(address, chunk.end()) - chunk.start()) / segmentSize);
         int first = firstUncovered(chunk, from, to);
         int last = lastUncovered(chunk, from, to);
         if (last - first + 1 > maxSegments)
@@ -239,7 +282,7 @@ final class MrCreation
         final BitSet uncovered = new BitSet(last - first + 1);
         for (int n = first; n <= last; n++)
         {
-            uncovered.set(n - first, !cache.lookup(chunk.start() + n * segmentSize, scratch));
+            uncovered.set(n - first, !shareCache.isRegistered(chunk.start() + n * segmentSize));
         }
         return new MrTable.Coverage(chunk.listIndex(), chunk.firstSegment() + first, last - first + 1, uncovered);
     }
@@ -247,7 +290,7 @@ final class MrCreation
     private int firstUncovered(final Chunk chunk, final int from, final int to)
     {
         int n = from;
-        while (n < to && cache.lookup(chunk.start() + n * segmentSize, scratch))
+        while (n < to && shareCache.isRegistered(chunk.start() + n * segmentSize))
         {
             n++;
         }
@@ -257,7 +300,7 @@ final class MrCreation
     private int lastUncovered(final Chunk chunk, final int from, final int to)
     {
         int n = to - 1;
-        while (n > from && cache.lookup(chunk.start() + n * segmentSize, scratch))
+        while (n > from && shareCache.isRegistered(chunk.start() + n * segmentSize))
         {
             n--;
         }
@@ -278,15 +321,7 @@ final class MrCreation
         finally
         {
             planned.hold().release();
-            cacheLock.lock();
-            try
-            {
-                inFlight.remove(planned.start(), planned.end());
-            }
-            finally
-            {
-                cacheLock.unlock();
-            }
+            shareCache.endInFlight(planned.start(), planned.end());
         }
     }
 
@@ -300,19 +335,18 @@ final class MrCreation
     {
         try
         {
-            return registrar.register(planned.start(), planned.end() - planned.start(),
-                MrEngine.registrationAccess(planned.access()));
+            return shareCache.register(planned.start(), planned.end() - planned.start(), planned.access());
         }
         catch (final MrdException ex)
         {
-            table.release(slot);
+            shareCache.releaseRecord(slot);
             LOG.warn("registration of [{}, {}) for address {} failed: {}", Sizes.hex(planned.start()),
                 Sizes.hex(planned.end()), Sizes.hex(address), ex.oneLine());
             throw ex;
         }
         catch (final RuntimeException ex)
         {
-            table.release(slot);
+            shareCache.releaseRecord(slot);
             errorLog.record(ex);
             throw new MrdException(ErrorCode.EIO, "provider " + registrar.name() + " failed registering [" +
                 Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + "): " + ex, ex);
@@ -320,53 +354,32 @@ final class MrCreation
     }
 
     /**
-     * Step 8: the MR into the table and the global cache under the cache lock, unless the daemon closed while it
-     * was registered: close has detached every MR the table holds and this one is not among them, so it is
-     * deregistered here instead, before its in-flight mark goes (which close waits for).
+     * Step 8: the MR into the table and the global cache ({@link MrShareCache#publish}), unless the daemon closed
+     * while it was registered: then it is deregistered here instead, before its in-flight mark goes (which close
+     * waits for).
      */
     private MrEntry publish(
         final long address, final int owner, final int slot, final Planned planned, final Registration registration)
     {
-        cacheLock.lock();
-        try
+        final MrEntry entry = shareCache.publish(
+            address, slot, registration, planned.coverage(), 0, owner, planned.access());
+        if (null == entry)
         {
-            if (!engine.isClosed())
-            {
-                engine.publish(slot, registration, planned.coverage(), 0, owner, planned.access());
-                LOG.debug("MR {} created for {}: [{}, {}) lkey {} rkey {} access {} msBaseIdx {} msN {} msBmpN {}",
-                    slot, Sizes.hex(address), Sizes.hex(planned.start()), Sizes.hex(planned.end()),
-                    Sizes.hex(registration.lkey() & 0xFFFF_FFFFL), Sizes.hex(registration.rkey() & 0xFFFF_FFFFL),
-                    Access.describe(planned.access()), planned.coverage().msBaseIdx(),
-                    planned.coverage().live().cardinality(), planned.coverage().msBmpN());
-                final MrEntry entry = new MrEntry();
-                if (!cache.lookup(address, entry))
-                {
-                    throw new IllegalStateException("MR " + slot + " created for " + Sizes.hex(address) +
-                        " but not found");
-                }
-                return entry;
-            }
+            throw shareCache.undoAfterClose(registration, slot,
+                "[" + Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " + Sizes.hex(address));
         }
-        finally
-        {
-            cacheLock.unlock();
-        }
-        throw engine.undoAfterClose(registration, slot,
-            "[" + Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " + Sizes.hex(address));
+        LOG.debug("MR {} created for {}: [{}, {}) lkey {} rkey {} access {} msBaseIdx {} msN {} msBmpN {}",
+            slot, Sizes.hex(address), Sizes.hex(planned.start()), Sizes.hex(planned.end()),
+            Sizes.hex(registration.lkey() & 0xFFFF_FFFFL), Sizes.hex(registration.rkey() & 0xFFFF_FFFFL),
+            Access.describe(planned.access()), planned.coverage().msBaseIdx(),
+            planned.coverage().live().cardinality(), planned.coverage().msBmpN());
+        return entry;
     }
 
-    /** Waits with no lock but the cache lock's condition until no registration in flight holds the address. */
+    /** Step 5's wait: with no lock held but the cache lock's condition, until no registration holds the address. */
     private void awaitInFlight(final long address)
     {
-        cacheLock.lock();
-        try
-        {
-            inFlight.awaitNotContaining(address);
-        }
-        finally
-        {
-            cacheLock.unlock();
-        }
+        shareCache.awaitNotInFlight(address);
     }
 
     /**
@@ -396,16 +409,11 @@ final class MrCreation
         return registrar.maxRegionLength() / segmentSize * segmentSize;
     }
 
-    /**
-     * The chunk around {@code address} as the walk finds it; it may change once the memory lock is released.
-     */
-    private Chunk findChunk(final long address, final boolean contiguous)
+    private MrdException notManaged(final long address)
     {
-        final Chunk chunk = memory.withChunk(address, contiguous, Function.identity());
-        if (null == chunk)
-        {
-            throw engine.notManaged(address);
-        }
-        return chunk;
+        return new MrdException(ErrorCode.ENXIO, "address " + Sizes.hex(address) +
+            " is not in memory allocated from mrd (lists span [" + Sizes.hex(memory.list(0).baseVa()) + ", " +
+            Sizes.hex(memory.endVirtaddr()) + ")): allocate buffers with MrdClient.allocate or register them with " +
+            "MrdClient.registerExternal");
     }
 }

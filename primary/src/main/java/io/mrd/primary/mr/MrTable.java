@@ -31,8 +31,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>
  * <b>Locking.</b> {@link #take} and {@link #release} have a lock of their own: a create takes its record
  * before the cache lock, as the reference allocates its MR before taking its rwlock, so that lookups never
- * wait for the allocation. Everything else is called with the engine's cache lock held, and the methods that
- * change what readers see (marked so) inside the {@link GlobalCacheWriter#write} section.
+ * wait for the allocation. Everything else is called with the cache lock ({@link MrShareCache}) held, and the
+ * methods that change what readers see (marked so) inside the {@link GlobalCacheWriter#write} section.
  */
 final class MrTable
 {

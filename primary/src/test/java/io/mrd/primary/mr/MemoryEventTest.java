@@ -298,7 +298,7 @@ class MemoryEventTest
 
             // While reclaim deregisters the first external, the client's own request deregisters the second. The
             // request detaches it at once, then waits for reclaim's deregistration in flight before it unmaps
-            // (MrEngine.collectAndAwait): reclaim goes on once the second is detached, the request ends after it.
+            // (MrCollector.collectAndAwait): reclaim goes on once the second is detached, the request ends after it.
             final List<CompletableFuture<Void>> worker = new ArrayList<>();
             f.registrar.beforeDeregister = registration ->
             {
