@@ -50,7 +50,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * thread ({@code mrd-io}) that accepts, checks peers, cuts frames, answers HELLO and the CREATE_MRs the
  * global cache already holds ({@link CachedCreate}: a seqlock read, never a wait), and a bounded pool of
  * workers ({@code mrd-worker-N}) that run every other request, because registrations are slow and must never
- * hold up the event loop. Each connection is a {@link ClientSession}.
+ * hold up the event loop. Each connection is a {@link ClientSession}, which uses the server only through the
+ * {@link SessionServices} it is lent; a gone client's memory is freed by {@link ClientReclaim} on a thread of its own.
  * <p>
  * The daemon never dies of input: everything a connection does is caught in its session, which answers
  * EPROTO (or EPERM, EBUSY) and closes that connection only.
