@@ -4,9 +4,6 @@ import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.protocol.FrameCodec;
-import io.mrd.layout.protocol.FrameDescriptor;
-import io.mrd.layout.protocol.Message;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
@@ -17,7 +14,6 @@ import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.provider.Registrar;
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
@@ -30,7 +26,6 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.util.concurrent.DefaultThreadFactory;
-import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -43,11 +38,9 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -57,7 +50,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * thread ({@code mrd-io}) that accepts, checks peers, cuts frames, answers HELLO and the CREATE_MRs the
  * global cache already holds ({@link CachedCreate}: a seqlock read, never a wait), and a bounded pool of
  * workers ({@code mrd-worker-N}) that run every other request, because registrations are slow and must never
- * hold up the event loop. Each connection is a {@link ClientSession}.
+ * hold up the event loop. Each connection is a {@link ClientSession}, which uses the server only through the
+ * {@link SessionServices} it is lent; a gone client's memory is freed by {@link ClientReclaim} on a thread of its own.
  * <p>
  * The daemon never dies of input: everything a connection does is caught in its session, which answers
  * EPROTO (or EPERM, EBUSY) and closes that connection only.
@@ -71,22 +65,14 @@ public final class MrdServer implements AutoCloseable
     private static final long CLOSE_WAIT_SECONDS = 10;
 
     private static final Logger LOG = LoggerFactory.getLogger(MrdServer.class);
-    private static final ThreadLocal<UnsafeBuffer> SCRATCH =
-        ThreadLocal.withInitial(() -> new UnsafeBuffer(new byte[FrameDescriptor.MAX_FRAME_LENGTH]));
 
     private final Path socketFile;
-    private final String controlFilePath;
-    private final long epoch;
     private final DaemonCounters counters;
-    private final DistinctErrorLog errorLog;
-    private final PeerPolicy peerPolicy;
+    private final FailureLog failures;
     private final ClientTable clients;
     private final RequestHandler handler;
-    /** Used on the event loop only (the group has one thread). */
-    private final CachedCreate cachedCreate;
     private final ExternalMemory external;
     private final RefusalLog refusals;
-    private final EventJournal journal;
     private final Runnable onStop;
     private final ThreadPoolExecutor workers;
     /**
@@ -95,8 +81,9 @@ public final class MrdServer implements AutoCloseable
      */
     private final ExecutorService reclaimer;
     private final EventLoopGroup ioGroup;
+    /** What every session uses of the server; its {@link CachedCreate} is safe because the group has one thread. */
+    private final SessionServices sessionServices;
     private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
-    private final AtomicInteger nextClientId = new AtomicInteger(1);
     private volatile boolean closing;
     private Channel serverChannel;
 
@@ -112,16 +99,11 @@ public final class MrdServer implements AutoCloseable
         final ExternalMemory external)
     {
         this.socketFile = runDirectory.socketFile();
-        this.controlFilePath = runDirectory.controlFile().toAbsolutePath().toString();
-        this.epoch = controlFile.header().epoch();
         this.counters = counters;
-        this.errorLog = errorLog;
-        this.peerPolicy = new PeerPolicy(Posix.getuid(), context.allowGids());
+        this.failures = new FailureLog(errorLog);
         this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
         this.external = external;
         this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
-        this.cachedCreate = new CachedCreate(controlFile, external, counters);
-        this.journal = engine.journal();
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
@@ -132,6 +114,24 @@ public final class MrdServer implements AutoCloseable
             r -> Thread.ofPlatform().name("mrd-reclaim").daemon(true).unstarted(r));
         this.ioGroup = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrd-io", true),
             EpollIoHandler.newFactory());
+        final EventJournal journal = engine.journal();
+        final AtomicInteger nextClientId = new AtomicInteger(1);
+        this.sessionServices = new SessionServices(
+            new PeerPolicy(Posix.getuid(), context.allowGids()),
+            clients,
+            nextClientId::getAndIncrement,
+            handler,
+            new CachedCreate(controlFile, external, counters),
+            workers,
+            new ClientReclaim(reclaimer, handler, clients, journal, failures, () -> closing),
+            counters,
+            journal,
+            refusals,
+            failures,
+            () -> closing,
+            this::requestStop,
+            controlFile.header().epoch(),
+            runDirectory.controlFile().toAbsolutePath().toString());
     }
 
     /**
@@ -215,7 +215,7 @@ public final class MrdServer implements AutoCloseable
                     }
                     channels.add(channel);
                     channel.closeFuture().addListener(f -> channels.remove(channel));
-                    channel.pipeline().addLast("session", new ClientSession(MrdServer.this, channel));
+                    channel.pipeline().addLast("session", new ClientSession(sessionServices, channel));
                 }
             });
         try
@@ -281,90 +281,10 @@ public final class MrdServer implements AutoCloseable
         return handler.reportedQueues();
     }
 
-    PeerPolicy peerPolicy()
-    {
-        return peerPolicy;
-    }
-
-    ClientTable clients()
-    {
-        return clients;
-    }
-
-    RequestHandler handler()
-    {
-        return handler;
-    }
-
     /**
-     * @return the CREATE_MR answers the event loop gives itself; call on the event loop only.
+     * Runs the daemon's STOP, once a permitted STOP's reply is written, on a worker.
      */
-    CachedCreate cachedCreate()
-    {
-        return cachedCreate;
-    }
-
-    RefusalLog refusals()
-    {
-        return refusals;
-    }
-
-    EventJournal journal()
-    {
-        return journal;
-    }
-
-    DaemonCounters counters()
-    {
-        return counters;
-    }
-
-    Executor workers()
-    {
-        return workers;
-    }
-
-    long epoch()
-    {
-        return epoch;
-    }
-
-    String controlFilePath()
-    {
-        return controlFilePath;
-    }
-
-    int nextClientId()
-    {
-        return nextClientId.getAndIncrement();
-    }
-
-    boolean isClosing()
-    {
-        return closing;
-    }
-
-    /**
-     * Encodes a reply into a buffer of the channel's allocator. Any thread.
-     */
-    ByteBuf encode(final Channel channel, final long correlationId, final Message.Reply reply)
-    {
-        return encode(channel, correlationId, 0, reply);
-    }
-
-    /**
-     * Encodes a reply with frame flags ({@code FLAG_FD}). Any thread.
-     */
-    ByteBuf encode(final Channel channel, final long correlationId, final int flags, final Message.Reply reply)
-    {
-        final UnsafeBuffer scratch = SCRATCH.get();
-        final int length = FrameCodec.encode(scratch, 0, correlationId, flags, reply);
-        final ByteBuf buf = channel.alloc().buffer(length);
-        buf.writeBytes(scratch.byteArray(), 0, length);
-        return buf;
-    }
-
-    void requestStop()
+    private void requestStop()
     {
         try
         {
@@ -372,49 +292,7 @@ public final class MrdServer implements AutoCloseable
         }
         catch (final RuntimeException ex)
         {
-            unexpected("STOP", ex);
-        }
-    }
-
-    void unexpected(final String where, final Throwable error)
-    {
-        errorLog.record(error);
-        LOG.error("{}: unexpected failure (the connection is closed, the daemon goes on)", where, error);
-    }
-
-    /**
-     * Frees what a gone client owned, on the reclaim thread. Skipped when the server is closing: the daemon's
-     * shutdown releases everything.
-     */
-    void reclaim(final int clientId, final int slot, final int pid, final String name)
-    {
-        try
-        {
-            reclaimer.execute(() ->
-            {
-                if (closing)
-                {
-                    return;
-                }
-                String freed;
-                try
-                {
-                    freed = handler.reclaim(clientId, pid);
-                }
-                catch (final RuntimeException ex)
-                {
-                    unexpected("reclaiming client " + clientId, ex);
-                    freed = "reclaim failed: " + ex;
-                }
-                journal.clientDisconnected(clientId, pid);
-                clients.remove(slot);
-                LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name,
-                    freed);
-            });
-        }
-        catch (final RejectedExecutionException ex)
-        {
-            // only once closing: the daemon's shutdown releases everything
+            failures.unexpected("STOP", ex);
         }
     }
 

@@ -52,7 +52,7 @@ final class PdImport
     {
     }
 
-    private final MrdServer server;
+    private final RequestHandler handler;
     private final EpollDomainSocketChannel channel;
     private final BiConsumer<Long, Message.Reply> reply;
     private final Consumer<String> giveUp;
@@ -60,16 +60,17 @@ final class PdImport
     private ScheduledFuture<?> retry;
 
     /**
-     * @param reply  writes a reply without a descriptor (a refusal), as the session writes any.
-     * @param giveUp closes the connection, told why (the client does not read, or the socket broke).
+     * @param handler says which device there is, if any.
+     * @param reply   writes a reply without a descriptor (a refusal), as the session writes any.
+     * @param giveUp  closes the connection, told why (the client does not read, or the socket broke).
      */
     PdImport(
-        final MrdServer server,
+        final RequestHandler handler,
         final EpollDomainSocketChannel channel,
         final BiConsumer<Long, Message.Reply> reply,
         final Consumer<String> giveUp)
     {
-        this.server = server;
+        this.handler = handler;
         this.channel = channel;
         this.reply = reply;
         this.giveUp = giveUp;
@@ -91,7 +92,7 @@ final class PdImport
         final int fd;
         try
         {
-            device = server.handler().sharedDevice("IMPORT_PD");
+            device = handler.sharedDevice("IMPORT_PD");
             fd = device.duplicateCommandFd();
         }
         catch (final MrdException ex)
@@ -99,7 +100,7 @@ final class PdImport
             reply.accept(correlationId, new Message.Status(MessageType.IMPORT_PD, ex.code(), ex.getMessage()));
             return;
         }
-        send(server.encode(channel, correlationId, FrameDescriptor.FLAG_FD,
+        send(ReplyEncoder.encode(channel, correlationId, FrameDescriptor.FLAG_FD,
             new Message.PdImported(ErrorCode.OK, "", device.pdHandle(), device.deviceName())), fd);
     }
 
