@@ -205,46 +205,18 @@ public final class EmulatedDevice
         final List<String> command = new ArrayList<>();
         command.add(emulatorRoot().resolve("build").toString());
         command.addAll(List.of(args));
-        try
+        final Finished finished = execute(command);
+        if (EQUIPMENT_UNAVAILABLE == finished.exitCode())
         {
-            final Path stderr = Files.createTempFile("emulator-build", ".err");
-            try
-            {
-                final Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
-                final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                if (!process.waitFor(BUILD_TIMEOUT_SECONDS, TimeUnit.SECONDS))
-                {
-                    process.destroyForcibly();
-                    fail(String.join(" ", command) + " did not finish within " + BUILD_TIMEOUT_SECONDS + " s");
-                }
-                final List<String> errors = Files.readAllLines(stderr);
-                if (EQUIPMENT_UNAVAILABLE == process.exitValue())
-                {
-                    final String why = errors.isEmpty() ? "emulator/build exited with " + EQUIPMENT_UNAVAILABLE :
-                        errors.getLast();
-                    Equipment.unavailable(why, required(), "CI=true or MRD_REQUIRE_EMULATOR=1");
-                }
-                if (0 != process.exitValue())
-                {
-                    fail(String.join(" ", command) + " failed (exit " + process.exitValue() + "):\n" +
-                        String.join("\n", errors));
-                }
-                return output;
-            }
-            finally
-            {
-                Files.deleteIfExists(stderr);
-            }
+            final List<String> errors = finished.stderr().lines().toList();
+            Equipment.unavailable(errors.isEmpty() ? "emulator/build exited with " + EQUIPMENT_UNAVAILABLE :
+                errors.getLast(), required(), "CI=true or MRD_REQUIRE_EMULATOR=1");
         }
-        catch (final IOException ex)
+        if (0 != finished.exitCode())
         {
-            throw new UncheckedIOException("cannot run " + command, ex);
+            fail(String.join(" ", command) + " failed (exit " + finished.exitCode() + "):\n" + finished.stderr());
         }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted running " + command, ex);
-        }
+        return finished.stdout();
     }
 
     /**
@@ -315,20 +287,44 @@ public final class EmulatedDevice
 
     private static String run(final List<String> command)
     {
+        final Finished finished = execute(command);
+        if (0 != finished.exitCode())
+        {
+            fail(String.join(" ", command) + " failed (exit " + finished.exitCode() + "):\n" + finished.stdout() +
+                finished.stderr());
+        }
+        return finished.stdout();
+    }
+
+    /** What a command printed on each stream, and how it exited. */
+    private record Finished(int exitCode, String stdout, String stderr)
+    {
+    }
+
+    /**
+     * Runs {@code command} to its end, at most {@value #BUILD_TIMEOUT_SECONDS} s (then the test fails); stderr is
+     * read from a file so that neither stream can fill its pipe while the other is read.
+     */
+    private static Finished execute(final List<String> command)
+    {
         try
         {
-            final Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-            final String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(BUILD_TIMEOUT_SECONDS, TimeUnit.SECONDS))
+            final Path stderr = Files.createTempFile("emulator-build", ".err");
+            try
             {
-                process.destroyForcibly();
-                fail(String.join(" ", command) + " did not finish within " + BUILD_TIMEOUT_SECONDS + " s");
+                final Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+                final String stdout = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                if (!process.waitFor(BUILD_TIMEOUT_SECONDS, TimeUnit.SECONDS))
+                {
+                    process.destroyForcibly();
+                    fail(String.join(" ", command) + " did not finish within " + BUILD_TIMEOUT_SECONDS + " s");
+                }
+                return new Finished(process.exitValue(), stdout, Files.readString(stderr, StandardCharsets.UTF_8));
             }
-            if (0 != process.exitValue())
+            finally
             {
-                fail(String.join(" ", command) + " failed (exit " + process.exitValue() + "):\n" + output);
+                Files.deleteIfExists(stderr);
             }
-            return output;
         }
         catch (final IOException ex)
         {
