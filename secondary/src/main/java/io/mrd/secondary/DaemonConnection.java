@@ -3,6 +3,7 @@ package io.mrd.secondary;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
@@ -502,7 +503,7 @@ public final class DaemonConnection implements AutoCloseable
             pending.remove(id);
             final MrdException timeout = new MrdException(ErrorCode.ETIMEDOUT, describe(request) +
                 " got no reply within " + requestTimeoutMs + " ms from " + daemon + ": it may be overloaded or " +
-                "stuck; see " + dir.resolve("mrd.log") + " or raise the request timeout (" +
+                "stuck; see " + dir.resolve(RunDirectoryPath.LOG_FILE) + " or raise the request timeout (" +
                 ClientContext.MRD_REQUEST_TIMEOUT_MS + ")");
             if (!future.completeExceptionally(timeout) && !future.isCompletedExceptionally())
             {

@@ -6,6 +6,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
@@ -59,9 +60,6 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class MrdClient implements AutoCloseable
 {
-    /** The daemon's socket file inside the run directory. */
-    public static final String SOCKET_FILE = "mrd.sock";
-
     private static final Logger LOG = LoggerFactory.getLogger(MrdClient.class);
     private static final long CONNECT_RETRY_NS = TimeUnit.MILLISECONDS.toNanos(20);
 
@@ -197,7 +195,7 @@ public final class MrdClient implements AutoCloseable
 
     private static UnixSocket connect(final ClientContext context, final DaemonWatch watch, final long deadline)
     {
-        final Path path = context.dir().resolve(SOCKET_FILE);
+        final Path path = context.dir().resolve(RunDirectoryPath.SOCKET_FILE);
         while (true)
         {
             try
@@ -218,7 +216,7 @@ public final class MrdClient implements AutoCloseable
                     throw new MrdException(ErrorCode.ECONNREFUSED, "the daemon (pid " + watch.daemonPid() +
                         ") in " + context.dir() + " does not accept connections on " + path + " (" + ex.oneLine() +
                         "): check 'mrd status --dir " + context.dir() + "' and its log " +
-                        context.dir().resolve("mrd.log"));
+                        context.dir().resolve(RunDirectoryPath.LOG_FILE));
                 }
             }
             LockSupport.parkNanos(CONNECT_RETRY_NS);

@@ -8,6 +8,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrEntry;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.SortedTable;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
@@ -98,7 +99,7 @@ final class FakeDaemon implements AutoCloseable
         header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
 
         server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-        server.bind(UnixDomainSocketAddress.of(dir.resolve(MrdClient.SOCKET_FILE)));
+        server.bind(UnixDomainSocketAddress.of(dir.resolve(RunDirectoryPath.SOCKET_FILE)));
         acceptor = Thread.ofPlatform().daemon().name("fake-daemon-accept").start(this::acceptLoop);
         heartbeat = Thread.ofPlatform().daemon().name("fake-daemon-heartbeat").start(this::beat);
     }
@@ -355,6 +356,6 @@ final class FakeDaemon implements AutoCloseable
         Posix.munmapQuietly(backing.address(), LIST_LENGTH);
         Posix.close(backingFd);
         controlFile.close();
-        Files.deleteIfExists(dir.resolve(MrdClient.SOCKET_FILE));
+        Files.deleteIfExists(dir.resolve(RunDirectoryPath.SOCKET_FILE));
     }
 }

@@ -6,13 +6,32 @@ import java.nio.file.Path;
 import java.util.Map;
 
 /**
- * Where a daemon's run directory is when nobody says (DESIGN §2): the daemon, its clients and the tools must
- * agree, so the rule lives here once, with who may use one.
+ * Where a daemon's run directory is when nobody says (DESIGN §2), what is in it, and who may use one: the
+ * daemon, its clients and the tools must agree, so the rule lives here once.
+ * <pre>
+ *   DIR/mrd.ctl    control file (or a link to it on hugetlbfs), mode 0640      {@link ControlFile#FILE_NAME}
+ *   DIR/mrd.sock   Unix socket, mode 0660                                      {@link #SOCKET_FILE}
+ *   DIR/mrd.lock   flock held for the daemon's lifetime; left in place on exit {@link #LOCK_FILE}
+ *   DIR/mrd.log    daemon log when started in the background                   {@link #LOG_FILE}
+ *   DIR/mem/       backing files of the memory-segment lists on tmpfs          {@link #MEM_DIR}
+ * </pre>
  */
 public final class RunDirectoryPath
 {
     /** Environment variable naming the run directory. */
     public static final String MRD_DIR = "MRD_DIR";
+
+    /** The daemon's socket, which the clients connect to. */
+    public static final String SOCKET_FILE = "mrd.sock";
+    /** Locked by the daemon for its whole life; a tool that can take it knows no daemon is there. */
+    public static final String LOCK_FILE = "mrd.lock";
+    /** The daemon's output when {@code mrd start} runs it in the background. */
+    public static final String LOG_FILE = "mrd.log";
+    /** The backing files of the memory-segment lists that are not on hugetlbfs. */
+    public static final String MEM_DIR = "mem";
+
+    /** What to do about a path that cannot be a run directory, for every refusal of one. */
+    public static final String CHOOSE_ANOTHER = "give a directory this user may create or use, with --dir or MRD_DIR";
 
     /** Who may read a run directory, for every refusal of one. */
     public static final String WHO_MAY = "run as the daemon's user (the owner) or root, or as a member of a group " +
@@ -30,6 +49,15 @@ public final class RunDirectoryPath
     public static MrdException accessDenied(final Path path, final String doing)
     {
         return FileFailure.of(ErrorCode.EACCES, doing, path, WHO_MAY);
+    }
+
+    /**
+     * @param dir a path given as a run directory that is not a directory, or has a file among its parents.
+     * @return ENOTDIR naming it.
+     */
+    public static MrdException notADirectory(final Path dir)
+    {
+        return FileFailure.of(ErrorCode.ENOTDIR, "cannot use run directory", dir, CHOOSE_ANOTHER);
     }
 
     /**

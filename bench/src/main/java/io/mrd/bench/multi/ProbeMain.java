@@ -4,6 +4,7 @@ import io.mrd.bench.fixture.AddressPattern;
 import io.mrd.bench.report.ReportTable;
 import io.mrd.layout.Access;
 import io.mrd.layout.MrEntry;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.UnixSocket;
 import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.DaemonConnection;
@@ -60,7 +61,8 @@ public final class ProbeMain
         // The first CREATE_MR waits out the injected registration latency; later requests may wait behind
         // another client's registration: the timeout only has to outlast that.
         try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).requestTimeoutMs(60_000));
-            DaemonConnection connection = DaemonConnection.open(UnixSocket.connect(dir.resolve(MrdClient.SOCKET_FILE)),
+            DaemonConnection connection = DaemonConnection.open(
+                UnixSocket.connect(dir.resolve(RunDirectoryPath.SOCKET_FILE)),
                 "daemon pid " + client.daemonPid() + " in " + dir, dir, client.context().requestTimeoutMs(),
                 new DaemonConnection.Listener()
                 {

@@ -4,6 +4,7 @@ import io.mrd.bench.fixture.AddressPattern;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.sys.UnixSocket;
 import io.mrd.secondary.DaemonConnection;
@@ -55,7 +56,8 @@ public final class RoundTripMain
         final String suffix = args.length > 5 ? args[5] : "";
         final Map<String, Object> result = new LinkedHashMap<>();
         try (MrdClient client = MrdClient.attach(dir);
-            DaemonConnection connection = DaemonConnection.open(UnixSocket.connect(dir.resolve(MrdClient.SOCKET_FILE)),
+            DaemonConnection connection = DaemonConnection.open(
+                UnixSocket.connect(dir.resolve(RunDirectoryPath.SOCKET_FILE)),
                 "daemon pid " + client.daemonPid() + " in " + dir, dir, client.context().requestTimeoutMs(),
                 new DaemonConnection.Listener()
                 {
