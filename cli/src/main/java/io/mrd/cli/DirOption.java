@@ -1,7 +1,6 @@
 package io.mrd.cli;
 
 import io.mrd.layout.RunDirectoryPath;
-import io.mrd.primary.RunDirectory;
 import picocli.CommandLine.Option;
 
 import java.nio.file.Path;
@@ -22,10 +21,5 @@ public final class DirOption
     public Path resolve()
     {
         return RunDirectoryPath.resolve(dir, System.getenv());
-    }
-
-    public RunDirectory runDirectory()
-    {
-        return new RunDirectory(resolve());
     }
 }

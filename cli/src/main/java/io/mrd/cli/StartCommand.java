@@ -12,6 +12,7 @@ import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.RunDirectory;
 import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.provider.ProviderConfig;
+import io.mrd.tools.RunDirectoryReader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -349,10 +350,10 @@ public final class StartCommand implements Callable<Integer>
     private int startBackground(final DaemonContext context)
     {
         final RunDirectory runDirectory = new RunDirectory(context.dir()).ensureExists();
-        if (runDirectory.isLocked())
+        if (RunDirectoryReader.isLocked(runDirectory.dir()))
         {
             throw new MrdException(ErrorCode.EBUSY, "a daemon is already running in " + context.dir() +
-                runDirectory.readSnapshot().map(s -> " (pid " + s.pid() + ")").orElse("") +
+                RunDirectoryReader.readSummary(runDirectory.dir()).map(s -> " (pid " + s.pid() + ")").orElse("") +
                 ": stop it with 'mrd stop --dir " + context.dir() + "' or choose another --dir");
         }
         final Process process = spawn(runDirectory, context);

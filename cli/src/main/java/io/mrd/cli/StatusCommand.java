@@ -1,14 +1,16 @@
 package io.mrd.cli;
 
+import io.mrd.layout.ControlFile;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.DaemonContext;
-import io.mrd.primary.RunDirectory;
+import io.mrd.tools.DaemonSummary;
 import io.mrd.tools.Format;
+import io.mrd.tools.RunDirectoryReader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 
@@ -36,39 +38,40 @@ public final class StatusCommand implements Callable<Integer>
 
     public Integer call()
     {
-        final RunDirectory runDirectory = dirOption.runDirectory();
+        final Path dir = dirOption.resolve();
         final PrintWriter out = spec.commandLine().getOut();
-        final Optional<RunDirectory.Snapshot> snapshot = runDirectory.readSnapshot();
-        if (!runDirectory.isLocked())
+        final Optional<DaemonSummary> summary = RunDirectoryReader.readSummary(dir);
+        if (!RunDirectoryReader.isLocked(dir))
         {
-            out.println("mrd not running in " + runDirectory.dir() + snapshot
+            out.println("mrd not running in " + dir + summary
                 .map(s -> " (stale files of pid " + s.pid() + " remain; the next 'mrd start' recovers them)")
                 .orElse(""));
             return Mrd.EXIT_FAILURE;
         }
-        if (snapshot.isEmpty())
+        if (summary.isEmpty())
         {
-            out.println("mrd not running in " + runDirectory.dir() +
+            out.println("mrd not running in " + dir +
                 " (the lock is held but no control file is published: the daemon is starting or stuck)");
             return Mrd.EXIT_FAILURE;
         }
-        final RunDirectory.Snapshot s = snapshot.get();
+        final DaemonSummary s = summary.get();
         final String death = s.heartbeat().reason();
         if (death != null)
         {
-            out.println("mrd not responding in " + runDirectory.dir() + ": pid " + s.pid() + " " + death +
+            out.println("mrd not responding in " + dir + ": pid " + s.pid() + " " + death +
                 ": check the process, or 'mrd stop' it");
             return Mrd.EXIT_FAILURE;
         }
-        out.println("mrd running in " + runDirectory.dir());
+        out.println("mrd running in " + dir);
         out.printf("  pid          %d%n", s.pid());
-        out.printf("  epoch        %s%n", Sizes.hex(s.epoch()));
-        out.printf("  uptime       %s%n", Format.duration(System.currentTimeMillis() - s.startTimeMs()));
+        out.printf("  epoch        %s%n", Sizes.hex(s.header().epoch()));
+        out.printf("  uptime       %s%n", Format.duration(System.currentTimeMillis() - s.header().startTimeMs()));
         out.printf("  heartbeat    %d ms ago (stale after %d ms)%n", s.heartbeat().ageMs(),
             s.heartbeat().staleLimitMs());
-        out.printf("  provider     %s%n", s.provider());
+        out.printf("  provider     %s%n", s.header().provider());
         out.printf("  memory       %s in use of %s%n", Sizes.format(s.bytesAllocated()), Sizes.format(s.capacity()));
-        out.printf("  control file %s (%s)%n", runDirectory.controlFile(), s.hugepageBacked() ? "hugetlbfs" : "tmpfs");
+        out.printf("  control file %s (%s)%n", dir.resolve(ControlFile.FILE_NAME),
+            s.header().hugepageBacked() ? "hugetlbfs" : "tmpfs");
         return 0;
     }
 }

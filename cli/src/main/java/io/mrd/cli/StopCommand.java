@@ -1,13 +1,16 @@
 package io.mrd.cli;
 
+import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
-import io.mrd.primary.RunDirectory;
+import io.mrd.tools.DaemonSummary;
+import io.mrd.tools.RunDirectoryReader;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
+import java.nio.file.Path;
 import java.util.concurrent.Callable;
 
 /**
@@ -46,32 +49,33 @@ public final class StopCommand implements Callable<Integer>
             throw new CommandLine.ParameterException(spec.commandLine(), "--timeout " + timeoutSeconds +
                 " must be between 1 and " + MAX_TIMEOUT_SECONDS + " seconds");
         }
-        final RunDirectory runDirectory = dirOption.runDirectory();
-        if (!runDirectory.isLocked())
+        final Path dir = dirOption.resolve();
+        if (!RunDirectoryReader.isLocked(dir))
         {
-            throw new MrdException(ErrorCode.ESRCH, "no daemon running in " + runDirectory.dir() +
+            throw new MrdException(ErrorCode.ESRCH, "no daemon running in " + dir +
                 ": give the --dir (or MRD_DIR) it was started with; 'mrd status --dir DIR' tells");
         }
-        final RunDirectory.Snapshot snapshot = runDirectory.readSnapshot().orElseThrow(() -> new MrdException(
-            ErrorCode.EAGAIN, "the daemon in " + runDirectory.dir() + " has not published its pid yet: retry"));
-        final ProcessHandle process = ProcessHandle.of(snapshot.pid()).orElseThrow(() -> new MrdException(
-            ErrorCode.ESRCH, "pid " + snapshot.pid() + " from " + runDirectory.controlFile() + " does not exist"));
+        final DaemonSummary daemon = RunDirectoryReader.readSummary(dir).orElseThrow(() -> new MrdException(
+            ErrorCode.EAGAIN, "the daemon in " + dir + " has not published its pid yet: retry"));
+        final ProcessHandle process = ProcessHandle.of(daemon.pid()).orElseThrow(() -> new MrdException(
+            ErrorCode.ESRCH, "pid " + daemon.pid() + " from " + dir.resolve(ControlFile.FILE_NAME) +
+            " does not exist"));
         if (!process.destroy() && process.isAlive())
         {
-            throw new MrdException(ErrorCode.EPERM, "cannot send SIGTERM to pid " + snapshot.pid() + ", the daemon " +
-                "in " + runDirectory.dir() + ": run 'mrd stop' as the daemon's user or root");
+            throw new MrdException(ErrorCode.EPERM, "cannot send SIGTERM to pid " + daemon.pid() + ", the daemon " +
+                "in " + dir + ": run 'mrd stop' as the daemon's user or root");
         }
         final long deadline = System.currentTimeMillis() + timeoutSeconds * 1000L;
-        while (runDirectory.isLocked() || process.isAlive())
+        while (RunDirectoryReader.isLocked(dir) || process.isAlive())
         {
             if (System.currentTimeMillis() > deadline)
             {
-                throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + snapshot.pid() + " did not stop within " +
-                    timeoutSeconds + " s: kill -9 " + snapshot.pid() + ", then 'mrd start' recovers the directory");
+                throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + daemon.pid() + " did not stop within " +
+                    timeoutSeconds + " s: kill -9 " + daemon.pid() + ", then 'mrd start' recovers the directory");
             }
             Thread.sleep(20);
         }
-        spec.commandLine().getOut().println("mrd stopped: pid " + snapshot.pid() + ", dir " + runDirectory.dir());
+        spec.commandLine().getOut().println("mrd stopped: pid " + daemon.pid() + ", dir " + dir);
         return 0;
     }
 }

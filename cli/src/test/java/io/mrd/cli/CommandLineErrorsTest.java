@@ -6,10 +6,9 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
-import io.mrd.primary.RunDirectory;
-import io.mrd.testing.ChildJvm;
 import io.mrd.testing.Equipment;
 import io.mrd.testing.TestDirs;
+import io.mrd.tools.RunDirectoryReader;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -22,7 +21,6 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -469,11 +467,10 @@ final class CommandLineErrorsTest
         {
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
-        final RunDirectory fresh = new RunDirectory(base.resolve("fresh-" + FRESH.get()));
-        if (Files.isDirectory(fresh.dir()) && fresh.isLocked())
+        final Path fresh = base.resolve("fresh-" + FRESH.get());
+        if (Files.isDirectory(fresh))
         {
-            fresh.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid())).ifPresent(ProcessHandle::destroyForcibly);
-            ChildJvm.await("the daemon in " + fresh.dir() + " to die", Duration.ofSeconds(30), () -> !fresh.isLocked());
+            LeftoverDaemon.kill(fresh);
         }
     }
 
@@ -542,7 +539,7 @@ final class CommandLineErrorsTest
         if (Files.isDirectory(fresh))
         {
             assertFalse(Files.exists(fresh.resolve(ControlFile.FILE_NAME)), "no control file in " + fresh);
-            assertFalse(new RunDirectory(fresh).isLocked(), "no lock held in " + fresh);
+            assertFalse(RunDirectoryReader.isLocked(fresh), "no lock held in " + fresh);
         }
         assertEquals(Set.of(), newProcesses(), "no process left");
         assertTrue(ProcessHandle.of(livePid).map(ProcessHandle::isAlive).orElse(false), "the daemon still runs");

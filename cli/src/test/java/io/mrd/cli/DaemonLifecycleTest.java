@@ -1,8 +1,9 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.primary.RunDirectory;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.testing.ChildJvm;
+import io.mrd.tools.RunDirectoryReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -11,7 +12,6 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -34,18 +34,13 @@ final class DaemonLifecycleTest
     @BeforeEach
     void noDaemon()
     {
-        assertFalse(new RunDirectory(dir).isLocked());
+        assertFalse(RunDirectoryReader.isLocked(dir));
     }
 
     @AfterEach
     void stopLeftovers()
     {
-        final RunDirectory runDirectory = new RunDirectory(dir);
-        if (runDirectory.isLocked())
-        {
-            runDirectory.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid())).ifPresent(ProcessHandle::destroyForcibly);
-            ChildJvm.await("leftover daemon to die", Duration.ofSeconds(30), () -> !runDirectory.isLocked());
-        }
+        LeftoverDaemon.kill(dir);
     }
 
     @Test
@@ -92,7 +87,7 @@ final class DaemonLifecycleTest
             }
             daemon.kill();
         }
-        assertFalse(new RunDirectory(dir).isLocked(), "the kernel released the dead daemon's lock");
+        assertFalse(RunDirectoryReader.isLocked(dir), "the kernel released the dead daemon's lock");
         assertTrue(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "a killed daemon leaves its control file");
 
         final MrdProcess.Result stale = MrdProcess.run("status", "--dir", dir.toString());
@@ -108,7 +103,7 @@ final class DaemonLifecycleTest
             assertEquals(pid, ctl.header().pid());
             assertNotEquals(firstEpoch, ctl.header().epoch(), "a new daemon has a new epoch");
         }
-        final String log = Files.readString(dir.resolve(RunDirectory.LOG_FILE));
+        final String log = Files.readString(dir.resolve(RunDirectoryPath.LOG_FILE));
         assertTrue(log.contains("recovered stale directory") && log.contains("pid " + firstPid), log);
 
         assertEquals(0, MrdProcess.run("status", "--dir", dir.toString()).exitCode());

@@ -21,6 +21,7 @@ import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
 import io.mrd.primary.provider.TimedRegistrar;
 import io.mrd.primary.server.MrdServer;
+import io.mrd.tools.RunDirectoryReader;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.slf4j.Logger;
@@ -245,8 +246,8 @@ public final class MrdDaemon implements AutoCloseable
         {
             return;
         }
-        final String found = runDirectory.readSnapshot()
-            .map(s -> "pid " + s.pid() + ", epoch " + Long.toHexString(s.epoch()) + ", heartbeat " +
+        final String found = RunDirectoryReader.readSummary(runDirectory.dir())
+            .map(s -> "pid " + s.pid() + ", epoch " + Long.toHexString(s.header().epoch()) + ", heartbeat " +
                 (s.heartbeat().isClosed() ? "closed" : s.heartbeat().ageMs() + " ms old") +
                 (ProcessHandle.of(s.pid()).map(ProcessHandle::isAlive).orElse(false) ?
                     " (that pid is alive but does not hold the lock: not an mrd daemon of this directory)" :

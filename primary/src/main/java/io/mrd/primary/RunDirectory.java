@@ -1,16 +1,13 @@
 package io.mrd.primary;
 
 import io.mrd.layout.ControlFile;
-import io.mrd.layout.ControlHeader;
-import io.mrd.layout.HeaderDescriptor;
-import io.mrd.layout.Heartbeat;
-import io.mrd.layout.MrdCounter;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.FileFailure;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Posix;
+import io.mrd.tools.RunDirectoryReader;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -20,30 +17,15 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Optional;
 import java.util.stream.Stream;
 
 /**
- * The files of one daemon instance (DESIGN §2) and the lock that makes it one:
- * <pre>
- *   DIR/mrd.ctl    control file (or a link to it on hugetlbfs), mode 0640
- *   DIR/mrd.sock   Unix socket, mode 0660
- *   DIR/mrd.lock   flock held for the daemon's lifetime; left in place on exit
- *   DIR/mrd.log    daemon log when started in the background
- *   DIR/mem/       backing files of the memory-segment lists on tmpfs
- * </pre>
- * Liveness is the lock, not the pid: the kernel releases an flock when its holder dies however it dies, so a
- * free lock always means no daemon, and a pid read from a stale file is never trusted on its own.
+ * What the daemon does to its run directory ({@link RunDirectoryPath} lists its files): create it, take the
+ * lock that makes the daemon the only one there, and remove what a dead daemon left. Reading it (is the lock
+ * held, what does the control file say) is the tools' {@link RunDirectoryReader}, which the daemon uses too.
  */
 public final class RunDirectory
 {
-    public static final String SOCKET_FILE = "mrd.sock";
-    public static final String LOCK_FILE = "mrd.lock";
-    public static final String LOG_FILE = "mrd.log";
-    public static final String MEM_DIR = "mem";
-
-    private static final String CHOOSE_ANOTHER = "give a directory this user may create or use, with --dir or MRD_DIR";
-
     private final Path dir;
     private int lockFd = -1;
 
@@ -64,22 +46,22 @@ public final class RunDirectory
 
     public Path socketFile()
     {
-        return dir.resolve(SOCKET_FILE);
+        return dir.resolve(RunDirectoryPath.SOCKET_FILE);
     }
 
     public Path lockFile()
     {
-        return dir.resolve(LOCK_FILE);
+        return dir.resolve(RunDirectoryPath.LOCK_FILE);
     }
 
     public Path logFile()
     {
-        return dir.resolve(LOG_FILE);
+        return dir.resolve(RunDirectoryPath.LOG_FILE);
     }
 
     public Path memDir()
     {
-        return dir.resolve(MEM_DIR);
+        return dir.resolve(RunDirectoryPath.MEM_DIR);
     }
 
     /**
@@ -96,7 +78,7 @@ public final class RunDirectory
         }
         if (Files.exists(dir))
         {
-            throw notADirectory();
+            throw RunDirectoryPath.notADirectory(dir);
         }
         try
         {
@@ -106,13 +88,8 @@ public final class RunDirectory
         }
         catch (final IOException ex)
         {
-            throw FileFailure.of(ex, "cannot create run directory", dir, CHOOSE_ANOTHER);
+            throw FileFailure.of(ex, "cannot create run directory", dir, RunDirectoryPath.CHOOSE_ANOTHER);
         }
-    }
-
-    private MrdException notADirectory()
-    {
-        return FileFailure.of(ErrorCode.ENOTDIR, "cannot use run directory", dir, CHOOSE_ANOTHER);
     }
 
     /**
@@ -149,88 +126,6 @@ public final class RunDirectory
             Posix.flock(lockFd, Posix.LOCK_UN);
             Posix.close(lockFd);
             lockFd = -1;
-        }
-    }
-
-    /**
-     * @return true when some process holds the directory's lock, i.e. a daemon is alive (or starting); false when
-     * there is no lock file (or no directory).
-     * @throws MrdException EACCES naming what denies access when this process may not read the lock, so that a
-     *                      daemon this user cannot see is never reported as not running; ENOTDIR when the path is
-     *                      not a directory.
-     */
-    public boolean isLocked()
-    {
-        final int fd;
-        try
-        {
-            fd = Posix.open(lockFile().toString(), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
-        }
-        catch (final MrdException ex)
-        {
-            return switch (ex.code())
-            {
-                case ENOENT -> false;
-                case EACCES -> throw RunDirectoryPath.accessDenied(lockFile(), "cannot read the lock");
-                case ENOTDIR -> throw notADirectory();
-                default -> throw ex;
-            };
-        }
-        try
-        {
-            final int errno = Posix.flock(fd, Posix.LOCK_SH | Posix.LOCK_NB);
-            if (errno == 0)
-            {
-                Posix.flock(fd, Posix.LOCK_UN);
-                return false;
-            }
-            return errno == ErrorCode.EAGAIN.errno();
-        }
-        finally
-        {
-            Posix.close(fd);
-        }
-    }
-
-    /**
-     * What the control file says about the daemon that wrote it, when it can be read.
-     */
-    public record Snapshot(long pid, long epoch, long startTimeMs, Heartbeat.State heartbeat,
-        String provider, long bytesAllocated, long capacity, boolean hugepageBacked)
-    {
-        /**
-         * @param ctl a control file whose version has been checked.
-         * @return what it says now.
-         */
-        public static Snapshot of(final ControlFile ctl)
-        {
-            final ControlHeader header = ctl.header();
-            final long capacity = (long)ctl.layout().memsegListCount() * ctl.layout().segmentsPerList() *
-                header.segmentSize();
-            return new Snapshot(header.pid(), header.epoch(), header.startTimeMs(),
-                Heartbeat.lookNow(header), header.providerName(),
-                ctl.counter(MrdCounter.BYTES_ALLOCATED), capacity,
-                (header.flags() & HeaderDescriptor.FLAG_HUGEPAGE_BACKED) != 0);
-        }
-    }
-
-    /**
-     * @return what the control file says, or empty when there is none or it is not (yet) a control file.
-     * @throws MrdException EACCES naming what denies access when this process may not read it.
-     */
-    public Optional<Snapshot> readSnapshot()
-    {
-        try (ControlFile ctl = ControlFile.openReadOnly(controlFile()))
-        {
-            return Optional.of(Snapshot.of(ctl));
-        }
-        catch (final MrdException ex)
-        {
-            if (ex.code() == ErrorCode.EACCES)
-            {
-                throw ex;
-            }
-            return Optional.empty();
         }
     }
 
@@ -305,7 +200,8 @@ public final class RunDirectory
 
     private String describePid()
     {
-        return readSnapshot().map(s -> " (pid " + s.pid() + ")").orElse(" (pid not yet published)");
+        return RunDirectoryReader.readSummary(dir).map(s -> " (pid " + s.pid() + ")")
+            .orElse(" (pid not yet published)");
     }
 
     static boolean deleteQuietly(final Path path)

@@ -2,6 +2,7 @@ package io.mrd.primary;
 
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.PromtoolCheck;
+import io.mrd.tools.MetricsText;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -54,7 +54,7 @@ public record ControlFileSnapshot(
     public static final long CONSISTENT_READ_TIMEOUT_MS = 1_000;
 
     /**
-     * The header fields, as read.
+     * The header fields, as read: {@link #read} is the one place a tool copies them.
      */
     public record Header(
         int layoutVersion,
@@ -83,6 +83,28 @@ public record ControlFileSnapshot(
         public boolean closed()
         {
             return heartbeatMs == HeaderDescriptor.HEARTBEAT_CLOSED;
+        }
+
+        /**
+         * @param atMs the wall clock when this was read.
+         * @return the heartbeat as it was then: alive, closed or stale, its age and the daemon's published limit.
+         */
+        public Heartbeat.State heartbeatAt(final long atMs)
+        {
+            return Heartbeat.state(heartbeatMs, heartbeatStaleLimitMs, atMs);
+        }
+
+        /**
+         * @return the header's fields now; consistent with the tables only when called inside
+         * {@link GlobalCacheReader#readConsistent}, as {@link ControlFileSnapshot#read} does.
+         */
+        public static Header read(final ControlFile ctl)
+        {
+            final ControlHeader h = ctl.header();
+            return new Header(h.layoutVersion(), h.pid(), h.epoch(), h.startTimeMs(), h.heartbeatMs(),
+                h.heartbeatIntervalMs(), h.heartbeatStaleLimitMs(), h.flags(), ctl.seqLock().sequence(), h.devGen(),
+                h.baseVirtaddr(), h.segmentSize(), h.externalBase(), h.externalLength(), h.providerName(),
+                h.mrHighWater(), h.fileLength());
         }
     }
 
@@ -269,7 +291,7 @@ public record ControlFileSnapshot(
      */
     public Heartbeat.State heartbeat()
     {
-        return Heartbeat.state(header.heartbeatMs(), header.heartbeatStaleLimitMs(), takenMs);
+        return header.heartbeatAt(takenMs);
     }
 
     /**
@@ -356,9 +378,7 @@ public record ControlFileSnapshot(
         final ControlFileLayout layout = ctl.layout();
         final ControlHeader h = ctl.header();
         final long now = System.currentTimeMillis();
-        final Header header = new Header(h.layoutVersion(), h.pid(), h.epoch(), h.startTimeMs(), h.heartbeatMs(),
-            h.heartbeatIntervalMs(), h.heartbeatStaleLimitMs(), h.flags(), ctl.seqLock().sequence(), h.devGen(), h.baseVirtaddr(),
-            h.segmentSize(), h.externalBase(), h.externalLength(), h.providerName(), h.mrHighWater(), h.fileLength());
+        final Header header = Header.read(ctl);
 
         final List<MemsegList> lists = readLists(buffer, layout, header.segmentSize());
         final List<Mr> mrs = readMrs(buffer, layout, header.segmentSize(), lists);

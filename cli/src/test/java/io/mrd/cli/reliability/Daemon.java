@@ -3,7 +3,7 @@ package io.mrd.cli.reliability;
 import io.mrd.cli.Mrd;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
-import io.mrd.primary.RunDirectory;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.testing.ChildJvm;
 
 import java.nio.file.Path;
@@ -113,7 +113,7 @@ final class Daemon implements AutoCloseable
 
     Path socket()
     {
-        return dir.resolve(RunDirectory.SOCKET_FILE);
+        return dir.resolve(RunDirectoryPath.SOCKET_FILE);
     }
 
     /**
@@ -182,17 +182,4 @@ final class Daemon implements AutoCloseable
         process.close();
     }
 
-    /**
-     * Kills a daemon a test started with {@code mrd start} (a grandchild, not a ChildJvm) and waits for the lock
-     * to be free.
-     */
-    static void killLeftover(final Path dir)
-    {
-        final RunDirectory runDirectory = new RunDirectory(dir);
-        if (runDirectory.isLocked())
-        {
-            runDirectory.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid())).ifPresent(ProcessHandle::destroyForcibly);
-            ChildJvm.await("leftover daemon in " + dir + " to die", Duration.ofSeconds(30), () -> !runDirectory.isLocked());
-        }
-    }
 }

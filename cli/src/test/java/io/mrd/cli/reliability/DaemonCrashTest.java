@@ -1,11 +1,13 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.RunDirectory;
 import io.mrd.testing.ChildJvm;
+import io.mrd.tools.RunDirectoryReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -47,7 +49,7 @@ final class DaemonCrashTest
     @AfterEach
     void noDaemonLeft()
     {
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
     }
 
     @Test
@@ -183,13 +185,13 @@ final class DaemonCrashTest
                 "every MR created was deregistered");
             assertEquals(HeaderDescriptor.HEARTBEAT_CLOSED, daemon.ctl.header().heartbeatMs());
             assertFalse(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "control file removed");
-            assertFalse(Files.exists(dir.resolve(RunDirectory.SOCKET_FILE)), "socket removed");
-            try (Stream<Path> mem = Files.exists(dir.resolve(RunDirectory.MEM_DIR)) ?
-                Files.list(dir.resolve(RunDirectory.MEM_DIR)) : Stream.empty())
+            assertFalse(Files.exists(dir.resolve(RunDirectoryPath.SOCKET_FILE)), "socket removed");
+            try (Stream<Path> mem = Files.exists(dir.resolve(RunDirectoryPath.MEM_DIR)) ?
+                Files.list(dir.resolve(RunDirectoryPath.MEM_DIR)) : Stream.empty())
             {
                 assertEquals(List.of(), mem.toList(), "backing files removed");
             }
-            assertFalse(new RunDirectory(dir).isLocked(), "lock released");
+            assertFalse(RunDirectoryReader.isLocked(dir), "lock released");
             for (final ChildJvm holder : List.of(a, b))
             {
                 final String gone = holder.awaitLine(l -> l.startsWith("daemon gone: "), WAIT);
@@ -249,7 +251,7 @@ final class DaemonCrashTest
 
     private String readLog() throws IOException
     {
-        return Files.readString(dir.resolve(RunDirectory.LOG_FILE));
+        return Files.readString(dir.resolve(RunDirectoryPath.LOG_FILE));
     }
 
     private static void signal(final String signal, final long pid) throws Exception

@@ -1,5 +1,6 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
@@ -59,7 +60,7 @@ final class HeartbeatAgreementTest
     @AfterEach
     void noDaemonLeft()
     {
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.cli.Mrd;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MemsegListDescriptor;
@@ -7,7 +8,6 @@ import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.journal.JournalEvent;
 import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
-import io.mrd.primary.RunDirectory;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.JournalReader;
@@ -49,7 +49,7 @@ final class JournalAfterKillTest
     @AfterEach
     void noDaemonLeft()
     {
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
     }
 
     @Test
@@ -216,7 +216,7 @@ final class JournalAfterKillTest
         {
             assertEquals(0, Cli.run("stop", "--dir", dir.toString()).exitCode());
         }
-        assertTrue(Files.isDirectory(new RunDirectory(dir).dir().resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY)));
+        assertTrue(Files.isDirectory(dir.resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY)));
     }
 
     private static long count(final Path journal, final JournalEventType type)

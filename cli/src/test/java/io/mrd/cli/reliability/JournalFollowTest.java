@@ -1,5 +1,6 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.cli.Mrd;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.MrdClient;
@@ -33,7 +34,7 @@ final class JournalFollowTest
     @AfterEach
     void noDaemonLeft()
     {
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
     }
 
     @Test

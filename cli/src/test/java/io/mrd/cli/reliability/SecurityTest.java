@@ -1,21 +1,22 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.layout.sys.ProcMaps;
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.ProcMaps;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.RunDirectory;
-import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.ClientContext;
+import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.MrdClient;
 import io.mrd.testing.ChildJvm;
 import io.mrd.testing.Equipment;
@@ -105,7 +106,7 @@ final class SecurityTest
     @AfterEach
     void noDaemonLeft()
     {
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ final class SecurityTest
                 List.of("hold", dir.toString(), "holder", scratch.toString()), Map.of(), crashFlags()))
         {
             assertEquals("rw-r-----", mode(dir.resolve(ControlFile.FILE_NAME)), "control file mode");
-            assertEquals("rw-rw----", mode(dir.resolve(RunDirectory.SOCKET_FILE)), "socket mode");
+            assertEquals("rw-rw----", mode(dir.resolve(RunDirectoryPath.SOCKET_FILE)), "socket mode");
             holder.awaitLine(l -> l.startsWith("holding "), WAIT);
             final String ctlPath = dir.resolve(ControlFile.FILE_NAME).toRealPath().toString();
             final List<ProcMaps.Mapping> ctl = Proc.maps(holder.pid()).stream().filter(m -> m.path().equals(ctlPath)).toList();
@@ -150,7 +151,8 @@ final class SecurityTest
             Signals.send(scratch, "holder", "exit");
             assertEquals(0, holder.awaitExit(WAIT), holder::output);
             System.out.println("FIGURE security modes ctl=" + mode(dir.resolve(ControlFile.FILE_NAME)) + " sock=" +
-                mode(dir.resolve(RunDirectory.SOCKET_FILE)) + " lock=" + mode(dir.resolve(RunDirectory.LOCK_FILE)) +
+                mode(dir.resolve(RunDirectoryPath.SOCKET_FILE)) + " lock=" +
+                mode(dir.resolve(RunDirectoryPath.LOCK_FILE)) +
                 " secondaryCtlMappings=" + ctl.size() + " all r--s, memory mappings " + memory.size() + " rw-s");
         }
     }
@@ -302,7 +304,7 @@ final class SecurityTest
             daemon.assertHealthy("after the limits");
         }
 
-        Daemon.killLeftover(dir);
+        LeftoverDaemon.kill(dir);
         try (Daemon daemon = Daemon.start(dir, "--max-memory", "32MiB", "--max-pinned", "4MiB", "--no-mr-ext-memseg");
             RawConnection c = RawConnection.connect(daemon.socket()))
         {
@@ -446,7 +448,7 @@ final class SecurityTest
         }
         final Cli.Result start = Cli.run("start", "--dir", dir.toString(), "--huge-dir", "none", "--max-memory", "64MiB");
         assertEquals(0, start.exitCode(), start.toString());
-        final Path socket = dir.resolve(RunDirectory.SOCKET_FILE);
+        final Path socket = dir.resolve(RunDirectoryPath.SOCKET_FILE);
         try (ControlFile ctl = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
         {
             // The files' modes keep nobody out first: no read of the control file, no connect.
@@ -485,7 +487,7 @@ final class SecurityTest
     {
         try
         {
-            return Files.readString(dir.resolve(RunDirectory.LOG_FILE));
+            return Files.readString(dir.resolve(RunDirectoryPath.LOG_FILE));
         }
         catch (final IOException ex)
         {

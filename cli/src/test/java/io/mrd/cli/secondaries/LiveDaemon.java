@@ -1,11 +1,11 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.LeftoverDaemon;
 import io.mrd.cli.Mrd;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.RunDirectory;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
 
@@ -296,14 +296,8 @@ final class LiveDaemon implements AutoCloseable
             daemon.close();
         }
         System.out.println(report);
-        final RunDirectory runDirectory = new RunDirectory(dir);
-        if (runDirectory.isLocked())
-        {
-            // A daemon the test started some other way ('mrd start' in the background).
-            runDirectory.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid()))
-                .ifPresent(ProcessHandle::destroyForcibly);
-            ChildJvm.await("the daemon in " + dir + " to exit", TIMEOUT, () -> !runDirectory.isLocked());
-        }
+        // A daemon the test started some other way ('mrd start' in the background).
+        LeftoverDaemon.kill(dir);
         deleteRecursively(dir);
         deleteRecursively(sync);
     }

@@ -15,7 +15,7 @@ import java.util.List;
  * The daemon's {@link MrdHistogram}s: recorded by the hooks through {@link Histograms} into
  * {@link IntervalHistogram}s, and written whole into the control file's histograms section by
  * {@link #publish} at every heartbeat, where {@code mrd stat} and the metrics endpoint read them
- * ({@link PublishedHistogram}).
+ * ({@link io.mrd.tools.PublishedHistogram}).
  */
 public final class DaemonHistograms implements Histograms
 {

@@ -1,4 +1,4 @@
-package io.mrd.primary.histogram;
+package io.mrd.tools;
 
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.HistogramsSection;
@@ -62,7 +62,7 @@ public record PublishedHistogram(MrdHistogram kind, String label, Histogram hist
     /**
      * Counts per Prometheus bucket. A value counts under the first bound at or above the lowest value HdrHistogram
      * keeps equal to it, so a value exactly on a bound counts under it and one within HdrHistogram's resolution
-     * above it (1%, {@link IntervalHistogram#SIGNIFICANT_DIGITS}) may too.
+     * above it (1%: the daemon records with two significant digits) may too.
      *
      * @param bounds upper bounds in the histogram's unit, ascending.
      * @return {@code bounds.length + 1} counts, not cumulative: the last one is what lies above every bound.

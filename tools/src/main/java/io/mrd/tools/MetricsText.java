@@ -1,10 +1,9 @@
-package io.mrd.primary;
+package io.mrd.tools;
 
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdHistogram;
-import io.mrd.primary.histogram.PublishedHistogram;
 import io.prometheus.metrics.config.EscapingScheme;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;

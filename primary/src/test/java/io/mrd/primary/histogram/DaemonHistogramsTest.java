@@ -5,8 +5,9 @@ import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdHistogram;
 import io.mrd.layout.protocol.MessageType;
-import io.mrd.primary.MetricsText;
 import io.mrd.testing.PromtoolCheck;
+import io.mrd.tools.MetricsText;
+import io.mrd.tools.PublishedHistogram;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -22,10 +23,12 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Known values through the daemon's histograms, the control file and the Prometheus text: the right bucket
- * counts, {@code _sum} and {@code _count}, and HdrHistogram's own percentiles after the round trip.
+ * Known values through the daemon's histograms and the control file, read back as {@code mrd stat} and the
+ * metrics read them: the right {@code _sum} and {@code _count} per series, HdrHistogram's own percentiles after
+ * the round trip, and each heartbeat adding only what was recorded since. Where the buckets' bounds fall is the
+ * tools' {@code MetricsTextTest}.
  */
-final class PublishedHistogramTest
+final class DaemonHistogramsTest
 {
     private static final long MIB = 1L << 20;
     private static final long[] CREATE_NS = {3_000, 3_000, 3_000, 3_000, 3_000, 700_000, 700_000, 2_000_000_000L};
@@ -64,7 +67,7 @@ final class PublishedHistogramTest
     }
 
     @Test
-    void knownValuesGiveTheirBucketsSumAndCount()
+    void knownValuesGiveTheirSumAndCount()
     {
         recordKnownValues();
         histograms.publish(6 * MIB, 1_000);
@@ -72,19 +75,10 @@ final class PublishedHistogramTest
 
         final Map<String, Double> create = PromtoolCheck.assertHistogram("known values", text,
             "mrd_request_duration_seconds", "type=\"create_mr\"", CREATE_NS.length);
-        assertEquals(0.0, create.get("2.5E-6"), text);
-        assertEquals(5.0, create.get("5.0E-6"), text);
-        assertEquals(5.0, create.get("5.0E-4"), text);
-        assertEquals(7.0, create.get("0.001"), text);
-        assertEquals(7.0, create.get("1.0"), text);
-        assertEquals(8.0, create.get("2.5"), text);
         assertEquals(2.001415, create.get("sum"), 1e-12, "seconds, not nanoseconds");
 
         final Map<String, Double> sizes = PromtoolCheck.assertHistogram("known values", text,
             "mrd_registration_size_bytes", "", SIZES.length);
-        assertEquals(0.0, sizes.get("1048576.0"), text);
-        assertEquals(3.0, sizes.get("2097152.0"), text);
-        assertEquals(4.0, sizes.get("4194304.0"), text);
         assertEquals(10.0 * MIB, sizes.get("sum"));
 
         PromtoolCheck.assertHistogram("known values", text, "mrd_request_duration_seconds", "type=\"alloc\"", 0);
