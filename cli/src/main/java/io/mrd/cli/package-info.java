@@ -9,6 +9,9 @@
  * lookup threads). Does not belong here: how anything is formatted ({@code io.mrd.tools.Format}, shared with
  * the invariants), what a control file holds or must hold ({@code io.mrd.tools}), and defaults or checks of
  * the daemon's settings, which are its {@code DaemonContext}'s. A command never borrows a helper from another
- * command: what two commands share gets a class of its own.
+ * command: what two commands share gets a class of its own. The commands that only read ({@code status},
+ * {@code stat}, {@code dump}, {@code check}, {@code lookup}, {@code events}, {@code stop}) use the tools and
+ * nothing of {@code io.mrd.primary}, and neither do the options and formatters they use
+ * ({@code ReadOnlyCommandsTest}).
  */
 package io.mrd.cli;
