@@ -10,5 +10,11 @@
  * errno as name and text. What does not: protocol or policy (what a REG_EXTERNAL's descriptor must look like,
  * when a daemon counts as dead), which belongs to the side that decides it; and anything either process
  * could not use.
+ * <p>
+ * Why a package of {@code shared-layout} and not a module of its own: the two depend on each other. Every
+ * failure here is an {@link io.mrd.layout.MrdException} carrying the protocol's {@link io.mrd.layout.ErrorCode}
+ * (one exception type, one errno table), and the layout maps its control file through {@code Posix}. A module
+ * of its own would need the error codes moved out of the protocol, or a second exception type, to avoid a
+ * cycle; and it would buy nothing, since every module that uses this package uses the layout too.
  */
 package io.mrd.layout.sys;
