@@ -13,6 +13,9 @@ public final class RunDirectoryPath
 {
     /** Environment variable naming the run directory. */
     public static final String MRD_DIR = "MRD_DIR";
+    /** What {@code --dir} says in every command's help: {@link #resolve}'s rule. */
+    public static final String DIR_HELP =
+        "Run directory of the daemon (default: $MRD_DIR, else $XDG_RUNTIME_DIR/mrd, else /dev/shm/mrd-<uid>).";
 
     /** Who may read a run directory, for every refusal of one. */
     public static final String WHO_MAY = "run as the daemon's user (the owner) or root, or as a member of a group " +
