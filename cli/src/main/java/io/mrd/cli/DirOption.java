@@ -12,7 +12,7 @@ import java.nio.file.Path;
 public final class DirOption
 {
     @Option(names = "--dir", paramLabel = "DIR", converter = PathConverter.class,
-        description = "Run directory of the daemon (default: $MRD_DIR, else $XDG_RUNTIME_DIR/mrd, else /dev/shm/mrd-<uid>).")
+        description = RunDirectoryPath.DIR_HELP)
     Path dir;
 
     /**

@@ -28,11 +28,6 @@ public final class SizeConverter implements CommandLine.ITypeConverter<Long>
     {
         public Long convert(final String value)
         {
-            if (value.strip().startsWith("-"))
-            {
-                throw new CommandLine.TypeConversionException("address '" + value + "' is negative: write it as " +
-                    "hex (0x100000000000) or decimal");
-            }
             try
             {
                 return Sizes.parseAddress(value);

@@ -38,6 +38,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -46,6 +47,12 @@ import java.util.function.Consumer;
 import static io.mrd.cli.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.layout.sys.Sizes.hex;
+import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
+import static io.mrd.primary.DaemonSettings.CACHE_CAPACITY;
+import static io.mrd.primary.DaemonSettings.DIR;
+import static io.mrd.primary.DaemonSettings.HUGE_DIR;
+import static io.mrd.primary.DaemonSettings.LIST_SIZE;
+import static io.mrd.primary.DaemonSettings.MAX_MEMORY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -89,8 +96,8 @@ final class ControlFileCommandsTest
     {
         dir = Files.createTempDirectory(Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of("/tmp"),
             "mrd-cli-test-");
-        daemon = MrdDaemon.launch(new DaemonContext().dir(dir).hugeDir("none").maxMemory(64 * MIB).listSize(32 * MIB)
-            .baseVirtaddr(BASE));
+        daemon = MrdDaemon.launch(new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
+            .set(MAX_MEMORY, 64 * MIB).set(LIST_SIZE, 32 * MIB).set(BASE_VIRTADDR, BASE));
         engine = daemon.engine();
     }
 
@@ -177,7 +184,7 @@ final class ControlFileCommandsTest
 
         final JsonNode cache = root.get("cache");
         assertEquals(4, cache.get("len").asInt(), "three entries and the sentinel");
-        assertEquals(daemon.context().cacheCapacity(), cache.get("capacity").asInt());
+        assertEquals((int)daemon.context().get(CACHE_CAPACITY), cache.get("capacity").asInt());
         assertFalse(cache.get("overflow").asBoolean());
         final List<List<String>> expected = new ArrayList<>(List.of(
             List.of(hex(a1.address()), hex(a1.address() + SEGMENT), Format.key(mr0.lkey), "0"),

@@ -27,11 +27,18 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.function.Predicate;
 
 import static io.mrd.cli.MrdRunner.Run;
 import static io.mrd.cli.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
+import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
+import static io.mrd.primary.DaemonSettings.DIR;
+import static io.mrd.primary.DaemonSettings.HUGE_DIR;
+import static io.mrd.primary.DaemonSettings.LIST_SIZE;
+import static io.mrd.primary.DaemonSettings.MAX_MEMORY;
+import static io.mrd.primary.DaemonSettings.METRICS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -54,8 +61,8 @@ final class StatHistogramsTest
     {
         dir = Files.createTempDirectory(Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of("/tmp"),
             "mrd-stat-histograms-");
-        daemon = MrdDaemon.launch(new DaemonContext().dir(dir).hugeDir("none").maxMemory(32 * MIB).listSize(32 * MIB)
-            .baseVirtaddr(BASE).metrics(":0"));
+        daemon = MrdDaemon.launch(new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
+            .set(MAX_MEMORY, 32 * MIB).set(LIST_SIZE, 32 * MIB).set(BASE_VIRTADDR, BASE).set(METRICS, METRICS.parse(":0")));
     }
 
     @AfterEach

@@ -2,65 +2,105 @@ package io.mrd.primary;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.RunDirectoryPath;
-import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.provider.ProviderConfig;
 
-import java.net.InetSocketAddress;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * The daemon's settings as an operator names them: the {@code mrd start} option and the {@code MRD_*} variable of
- * each ({@link DaemonContext} holds the values and the defaults). Every variable is {@code MRD_} and the option's
- * name in capitals, but for {@code MRD_HEARTBEAT_INTERVAL_MS}, which names its unit, and
- * {@code MRD_IBVERBS_LIBRARY}, which has no option.
+ * One of the daemon's settings, a row of {@link DaemonSettings}: its name in the log, the kind of its value
+ * ({@link SettingType}), its default, its {@code mrd start} option with the option's parameter and help, its
+ * {@code MRD_*} variable, the check of its value ({@link SettingCheck}) and what an error says a value should be.
+ * Everything else is made from the rows: {@code mrd start}'s options and their help (the cli's
+ * {@code SettingOptions}), the reading of the environment, the checks and the log line ({@link DaemonContext}).
+ * <p>
+ * <b>Adding a setting</b> is one row in {@link DaemonSettings}, in the order the checks run, and its use, where
+ * the daemon reads {@code context.get(NEW_SETTING)}. The row needs a name, a kind, a default, an option with a
+ * parameter and a help text (or, for a variable without an option, a help text), and the {@code expected}
+ * phrase (without a default, a help text or the phrase the class does not load); and a check when the kind
+ * takes values the setting does not. The variable is
+ * {@code MRD_} and the option's name in capitals unless the row names another one; {@code mrd start --help}
+ * names the ones that are not. Nothing else changes: not the context, not the command, not their tests, which
+ * take every row as it is ({@code DaemonSettingTest}: its default passes its check and is what its option
+ * reads; {@code SettingOptionsTest}: its option is made from it; {@code StartCommandContextTest}: its option
+ * reaches the context and beats its variable).
+ *
+ * @param <T> the value's type.
  */
-public enum DaemonSetting
+public final class DaemonSetting<T>
 {
-    DIR("--dir", RunDirectoryPath.MRD_DIR, "a directory"),
-    HUGE_DIR("--huge-dir", "MRD_HUGE_DIR", "a hugetlbfs mount or 'none'"),
-    BASE_VIRTADDR("--base-virtaddr", "MRD_BASE_VIRTADDR", "an address such as 0x100000000000"),
-    MAX_MEMORY("--max-memory", "MRD_MAX_MEMORY", "a size such as 4GiB"),
-    LIST_SIZE("--list-size", "MRD_LIST_SIZE", "a size such as 512MiB"),
-    MAX_EXTERNAL("--max-external", "MRD_MAX_EXTERNAL", "a size such as 1GiB"),
-    MAX_MRS("--max-mrs", "MRD_MAX_MRS", "a number"),
-    CACHE_CAPACITY("--cache-capacity", "MRD_CACHE_CAPACITY", "a number"),
-    MAX_CLIENTS("--max-clients", "MRD_MAX_CLIENTS", "a number"),
-    WORKER_THREADS("--worker-threads", "MRD_WORKER_THREADS", "a number"),
-    POPULATE_THREADS("--populate-threads", "MRD_POPULATE_THREADS", "a number"),
-    HEARTBEAT_INTERVAL("--heartbeat-interval", "MRD_HEARTBEAT_INTERVAL_MS", "a number of milliseconds"),
-    MR_EXT_MEMSEG("--mr-ext-memseg", "MRD_MR_EXT_MEMSEG", "true or false"),
-    PROVIDER("--provider", "MRD_PROVIDER", "a provider name"),
-    DEVICE("--device", "MRD_DEVICE", "a device name"),
-    MAX_PINNED("--max-pinned", "MRD_MAX_PINNED", "a size such as 16GiB"),
-    ALLOW_GID("--allow-gid", "MRD_ALLOW_GID", "group ids separated by commas"),
-    METRICS("--metrics", "MRD_METRICS", "HOST:PORT with a host that resolves and a port of 0 to 65535 (e.g. " +
-        "127.0.0.1:9464 or :9464)"),
-    FAIL_NTH("--fail-nth", "MRD_FAIL_NTH", "a number"),
-    REGISTRATION_LATENCY("--registration-latency", "MRD_REGISTRATION_LATENCY", "a number of microseconds"),
-    JOURNAL_SIZE("--journal-size", "MRD_JOURNAL_SIZE", "a size such as 64MiB, or 0 or 'off' for no journal"),
-    IBVERBS_LIBRARY(null, ProviderConfig.LIBRARY_ENV, "a library path or soname");
+    private static final String DEFAULT_IN_HELP = "${DEFAULT-VALUE}";
 
+    private final String name;
+    private final SettingType<T> type;
+    private final Function<Map<String, String>, T> defaultIn;
     private final String option;
+    private final String paramLabel;
+    private final String description;
+    private final boolean hidden;
     private final String variable;
+    private final SettingCheck<T> check;
     private final String expected;
 
-    DaemonSetting(final String option, final String variable, final String expected)
+    private DaemonSetting(final Builder<T> row)
     {
-        this.option = option;
-        this.variable = variable;
-        this.expected = expected;
+        this.name = row.name;
+        this.type = row.type;
+        this.defaultIn = Objects.requireNonNull(row.defaultIn, () -> row.name + ": no default");
+        this.option = row.option;
+        this.paramLabel = row.paramLabel;
+        this.description = Objects.requireNonNull(row.description, () -> row.name + ": no help text");
+        this.hidden = row.hidden;
+        this.variable = null != row.variable ? row.variable :
+            variableOf(Objects.requireNonNull(row.option, () -> row.name + ": no option and no variable"));
+        this.check = row.check;
+        this.expected = Objects.requireNonNull(row.expected, () -> row.name + ": no expected phrase");
     }
 
     /**
-     * @return the {@code mrd start} option, or null when there is none.
+     * @return the setting's name in the context's log line, e.g. {@code maxMemory}.
+     */
+    public String name()
+    {
+        return name;
+    }
+
+    public SettingType<T> type()
+    {
+        return type;
+    }
+
+    /**
+     * @return the {@code mrd start} option, e.g. {@code --max-memory}, or null when there is none.
      */
     public String option()
     {
         return option;
+    }
+
+    /**
+     * @return the option's parameter in {@code --help}, e.g. {@code SIZE}; null for a flag.
+     */
+    public String paramLabel()
+    {
+        return paramLabel;
+    }
+
+    /**
+     * @return what {@code --help} says of the option, its default written in.
+     */
+    public String help()
+    {
+        return description.replace(DEFAULT_IN_HELP, type.format(defaultValue()));
+    }
+
+    /**
+     * @return whether {@code --help} leaves the option out (fault injection, for tests).
+     */
+    public boolean hidden()
+    {
+        return hidden;
     }
 
     public String variable()
@@ -69,39 +109,100 @@ public enum DaemonSetting
     }
 
     /**
-     * @param value what this setting's option was given; null (unset) passes.
-     * @throws MrdException EINVAL when it is empty or blank: for a path that would silently name the current
-     *                      directory.
+     * @return whether the variable is {@code MRD_} and the option's name in capitals, as {@code mrd start --help}
+     * says of all but the ones it names.
      */
-    void requireNonBlank(final String value)
+    public boolean variableFollowsOption()
     {
-        if (null != value && value.isBlank())
+        return null != option && variable.equals(variableOf(option));
+    }
+
+    private static String variableOf(final String option)
+    {
+        return "MRD_" + option.substring(2).toUpperCase(Locale.ROOT).replace('-', '_');
+    }
+
+    /**
+     * @return how the operator names the setting: the option, or the variable when there is none.
+     */
+    public String displayName()
+    {
+        return null != option ? option : variable;
+    }
+
+    /**
+     * @return the default in an empty environment.
+     */
+    public T defaultValue()
+    {
+        return defaultIn(Map.of());
+    }
+
+    /**
+     * @return whether the default is "none given" ({@link SettingType#isNone}), which no text of the option gives.
+     */
+    public boolean defaultIsNone()
+    {
+        return type.isNone(defaultValue());
+    }
+
+    /**
+     * @return the default when nobody gives the setting, which for the run directory depends on the environment.
+     */
+    T defaultIn(final Map<String, String> env)
+    {
+        return defaultIn.apply(env);
+    }
+
+    /**
+     * @return null when {@code value} is right, else the error naming it, without where it came from.
+     */
+    String refusal(final T value)
+    {
+        return check.refusal(displayName(), value);
+    }
+
+    /**
+     * @param text what the option was given.
+     * @return its value.
+     * @throws MrdException EINVAL saying what the text should be; the message leaves out the option, which
+     *                      picocli's "Invalid value for option" names.
+     */
+    public T parse(final String text)
+    {
+        return parse(type, text);
+    }
+
+    /**
+     * @return the value of one element of a list's option ({@link SettingType#commaList}), as {@link #parse}.
+     */
+    public Object parseElement(final String text)
+    {
+        return parse(type.element(), text);
+    }
+
+    private <V> V parse(final SettingType<V> kind, final String text)
+    {
+        try
         {
-            throw new MrdException(ErrorCode.EINVAL, option + " '" + value + "' is empty: give " + expected);
+            return kind.parse(text);
+        }
+        catch (final MrdException ex)
+        {
+            // It says itself what is wrong with the text (a size that does not fit, a negative address).
+            throw ex;
+        }
+        catch (final RuntimeException ex)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "'" + text + "' is not " + expected);
         }
     }
 
     /**
-     * @return {@code micros} (the unit of {@code --registration-latency}) in nanoseconds.
-     * @throws MrdException EINVAL when that does not fit in a {@code long}, rather than wrap into range.
-     */
-    public static long microsToNanos(final long micros)
-    {
-        if (micros > Long.MAX_VALUE / 1000 || micros < Long.MIN_VALUE / 1000)
-        {
-            throw new MrdException(ErrorCode.EINVAL, REGISTRATION_LATENCY.option + " " + micros + " must be between 0 " +
-                "and " + DaemonContext.MAX_REGISTRATION_LATENCY_NANOS / 1000 + " microseconds");
-        }
-        return micros * 1000;
-    }
-
-    /**
-     * @param env    the environment.
-     * @param parser turns the variable's text into a value, throwing any {@link RuntimeException} if it cannot.
      * @return the value of this setting's variable, or null when it is unset or blank.
      * @throws MrdException EINVAL naming the variable, its text and what it should be.
      */
-    <T> T fromEnvironment(final Map<String, String> env, final Function<String, T> parser)
+    T fromEnvironment(final Map<String, String> env)
     {
         final String text = env.get(variable);
         if (null == text || text.isBlank())
@@ -110,7 +211,7 @@ public enum DaemonSetting
         }
         try
         {
-            return parser.apply(text.trim());
+            return type.parseVariable(text);
         }
         catch (final RuntimeException ex)
         {
@@ -119,69 +220,103 @@ public enum DaemonSetting
         }
     }
 
-    /**
-     * @param text   the value given to this setting's option.
-     * @param parser as for {@link #fromEnvironment}.
-     * @return the value.
-     * @throws MrdException EINVAL naming the option, its text and what it should be.
-     */
-    <T> T fromOption(final String text, final Function<String, T> parser)
+    public String toString()
     {
-        try
-        {
-            return parser.apply(text.trim());
-        }
-        catch (final RuntimeException ex)
-        {
-            throw new MrdException(ErrorCode.EINVAL, option + " '" + text + "' is not " + expected);
-        }
-    }
-
-    static Boolean parseBoolean(final String text)
-    {
-        if ("true".equalsIgnoreCase(text) || "false".equalsIgnoreCase(text))
-        {
-            return Boolean.parseBoolean(text);
-        }
-        throw new IllegalArgumentException(text);
-    }
-
-    /** @return the bytes of {@code --journal-size}: a size, or 0 for {@code off}. */
-    static long parseJournalSize(final String text)
-    {
-        return "off".equalsIgnoreCase(text) ? 0 : Sizes.parse(text);
-    }
-
-    static List<Integer> parseGids(final String text)
-    {
-        final List<Integer> gids = new ArrayList<>();
-        for (final String gid : text.split(","))
-        {
-            gids.add(Integer.parseInt(gid.trim()));
-        }
-        return gids;
+        return name;
     }
 
     /**
-     * @throws IllegalArgumentException when {@code value} is not {@code HOST:PORT}, {@code :PORT} or {@code PORT},
-     *                                  or its host does not resolve (an unresolved address would have the server
-     *                                  listen on every interface).
+     * @return the start of a row of {@link DaemonSettings}, which {@link Builder#expects} ends.
      */
-    static InetSocketAddress parseMetrics(final String value)
+    static <T> Builder<T> define(final String name, final SettingType<T> type)
     {
-        final int colon = value.lastIndexOf(':');
-        final String host = colon <= 0 ? "127.0.0.1" : value.substring(0, colon);
-        final int port = Integer.parseInt(colon < 0 ? value : value.substring(colon + 1));
-        if (port < 0 || port > 65535)
+        return new Builder<>(name, type);
+    }
+
+    /**
+     * One row as it is written: {@link #expects} ends it and adds it to {@link DaemonSettings#all()}.
+     */
+    static final class Builder<T>
+    {
+        private final String name;
+        private final SettingType<T> type;
+        private Function<Map<String, String>, T> defaultIn;
+        private String option;
+        private String paramLabel;
+        private String description;
+        private boolean hidden;
+        private String variable;
+        private SettingCheck<T> check = SettingCheck.any();
+        private String expected;
+
+        private Builder(final String name, final SettingType<T> type)
         {
-            throw new IllegalArgumentException(value);
+            this.name = name;
+            this.type = type;
         }
-        final InetSocketAddress address =
-            new InetSocketAddress(host.startsWith("[") ? host.substring(1, host.length() - 1) : host, port);
-        if (address.isUnresolved())
+
+        Builder<T> byDefault(final T value)
         {
-            throw new IllegalArgumentException(value);
+            return byDefaultIn(env -> value);
         }
-        return address;
+
+        Builder<T> byDefaultIn(final Function<Map<String, String>, T> defaultIn)
+        {
+            this.defaultIn = defaultIn;
+            return this;
+        }
+
+        /**
+         * @param description the help text; {@code ${DEFAULT-VALUE}} in it is the default.
+         */
+        Builder<T> option(final String option, final String paramLabel, final String description)
+        {
+            this.option = option;
+            this.paramLabel = paramLabel;
+            this.description = description;
+            return this;
+        }
+
+        /**
+         * @param description the help text, which {@code mrd start --help} prints after the variable's name:
+         *                    "MRD_X names ...".
+         */
+        Builder<T> variableOnly(final String variable, final String description)
+        {
+            this.variable = variable;
+            this.description = description;
+            return this;
+        }
+
+        /**
+         * Names the variable when it is not {@code MRD_} and the option's name in capitals.
+         */
+        Builder<T> variable(final String variable)
+        {
+            this.variable = variable;
+            return this;
+        }
+
+        Builder<T> hidden()
+        {
+            this.hidden = true;
+            return this;
+        }
+
+        Builder<T> check(final SettingCheck<T> check)
+        {
+            this.check = check;
+            return this;
+        }
+
+        /**
+         * @param expected what a value is, for an error about a text that is not one, e.g. {@code a number}.
+         * @return the row, added to {@link DaemonSettings#all()}.
+         */
+        DaemonSetting<T> expects(final String expected)
+        {
+            this.expected = expected;
+            return DaemonSettings.add(new DaemonSetting<>(this));
+        }
     }
 }

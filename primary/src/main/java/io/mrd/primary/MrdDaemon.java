@@ -36,6 +36,19 @@ import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
+import static io.mrd.primary.DaemonSettings.CACHE_CAPACITY;
+import static io.mrd.primary.DaemonSettings.DIR;
+import static io.mrd.primary.DaemonSettings.HEARTBEAT_INTERVAL;
+import static io.mrd.primary.DaemonSettings.JOURNAL_SIZE;
+import static io.mrd.primary.DaemonSettings.MAX_CLIENTS;
+import static io.mrd.primary.DaemonSettings.MAX_EXTERNAL;
+import static io.mrd.primary.DaemonSettings.MAX_MEMORY;
+import static io.mrd.primary.DaemonSettings.MAX_MRS;
+import static io.mrd.primary.DaemonSettings.METRICS;
+import static io.mrd.primary.DaemonSettings.MR_EXT_MEMSEG;
+import static io.mrd.primary.DaemonSettings.PROVIDER;
+
 /**
  * The primary: owns the run directory's lock, the control file, the memory-segment lists, the provider,
  * the MR engine and the socket server. {@link #launch} returns once the control file is
@@ -96,7 +109,7 @@ public final class MrdDaemon implements AutoCloseable
     public static MrdDaemon launch(final DaemonContext context)
     {
         context.conclude();
-        final RunDirectory runDirectory = new RunDirectory(context.dir()).ensureExists();
+        final RunDirectory runDirectory = new RunDirectory(context.get(DIR)).ensureExists();
         runDirectory.lock();
         ControlFile ctl = null;
         MemoryManager memory = null;
@@ -109,13 +122,13 @@ public final class MrdDaemon implements AutoCloseable
             HeapPolicy.apply();
 
             final ControlFileLayout layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
-                context.maxMrs(), context.cacheCapacity(), context.maxClients());
+                context.get(MAX_MRS), context.get(CACHE_CAPACITY), context.get(MAX_CLIENTS));
             // The control file goes on hugetlbfs when its pages are free (searches of a large global cache then
             // miss the TLB less); the lists only when every segment of --max-memory can be backed too: a list
             // on hugetlbfs that runs out of pages fails allocations, where tmpfs would have served them.
             final long hugePage = 2 * Sizes.MIB;
             final long controlPages = Sizes.alignUp(layout.fileLength(), hugePage) / hugePage;
-            final long listPages = context.maxMemory() / hugePage;
+            final long listPages = context.get(MAX_MEMORY) / hugePage;
             final Optional<Path> huge = context.hugeDisabled() ? Optional.empty() :
                 HugePages.findMountWithFreePages(context.hugeDir(), controlPages);
             final Optional<Path> hugeLists = huge.isEmpty() ? Optional.empty() :
@@ -129,7 +142,7 @@ public final class MrdDaemon implements AutoCloseable
             {
                 LOG.info("hugetlbfs at {} has fewer than {} free 2MiB pages for --max-memory {}: memory lists " +
                     "use tmpfs, the control file hugetlbfs", huge.get(), controlPages + listPages,
-                    Sizes.format(context.maxMemory()));
+                    Sizes.format(context.get(MAX_MEMORY)));
             }
 
             final Path ctlLink = runDirectory.controlFile();
@@ -156,33 +169,34 @@ public final class MrdDaemon implements AutoCloseable
                 .pid(ProcessHandle.current().pid())
                 .startTimeMs(now)
                 .heartbeatMs(now)
-                .heartbeatIntervalMs(context.heartbeatIntervalMs())
-                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.heartbeatIntervalMs()))
+                .heartbeatIntervalMs(context.get(HEARTBEAT_INTERVAL))
+                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.get(HEARTBEAT_INTERVAL)))
                 .flags(huge.isPresent() ? HeaderDescriptor.FLAG_HUGEPAGE_BACKED : 0)
-                .baseVirtaddr(context.baseVirtaddr())
+                .baseVirtaddr(context.get(BASE_VIRTADDR))
                 .segmentSize(DaemonContext.SEGMENT_SIZE)
-                .providerName(context.provider());
+                .providerName(context.get(PROVIDER));
 
             journal = openJournal(context, runDirectory, header.epoch());
-            journal.daemonStarted(header.epoch(), header.pid(), context.journalSize());
+            journal.daemonStarted(header.epoch(), header.pid(), context.get(JOURNAL_SIZE));
             final DaemonCounters counters = new DaemonCounters(ctl);
             final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
-            memory = new MemoryManager(new MemoryConfig(context.baseVirtaddr(), DaemonContext.SEGMENT_SIZE,
+            memory = new MemoryManager(new MemoryConfig(context.get(BASE_VIRTADDR), DaemonContext.SEGMENT_SIZE,
                 context.listCount(), context.segmentsPerList(), runDirectory.memDir(), hugeLists, ctl.buffer(), layout));
-            header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB)).externalLength(context.maxExternal());
+            header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB))
+                .externalLength(context.get(MAX_EXTERNAL));
             memory.addEventListener(new MemoryJournaling(journal));
 
             // The provider comes last: it is what most often refuses to start (no device, no library), and
             // everything before it is cheap to undo.
             registrar = Registrars.create(context.providerConfig());
             final MrEngine engine = new MrEngine(ctl, memory, new TimedRegistrar(registrar, counters.histograms()),
-                counters, errorLog, context.mrExtMemseg(), journal);
+                counters, errorLog, context.get(MR_EXT_MEMSEG), journal);
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine, journal);
-            if (context.metricsAddress().isPresent())
+            if (context.get(METRICS).isPresent())
             {
-                daemon.metrics = MetricsEndpoint.start(context.metricsAddress().get(), ctl);
-                LOG.info("metrics on http://{}:{}/metrics", context.metricsAddress().get().getHostString(),
+                daemon.metrics = MetricsEndpoint.start(context.get(METRICS).get(), ctl);
+                LOG.info("metrics on http://{}:{}/metrics", context.get(METRICS).get().getHostString(),
                     daemon.metrics.port());
             }
             // The socket listens before the control file is published, so a published file means a daemon
@@ -202,14 +216,16 @@ public final class MrdDaemon implements AutoCloseable
             }
             header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
             daemon.heartbeat.start();
-            LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.dir(),
-                Long.toHexString(header.epoch()), Sizes.format(memory.capacity()), Sizes.hex(context.baseVirtaddr()));
+            LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.get(DIR),
+                Long.toHexString(header.epoch()), Sizes.format(memory.capacity()),
+                Sizes.hex(context.get(BASE_VIRTADDR)));
             return daemon;
         }
         catch (final IOException ex)
         {
             cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
-            throw new MrdException(ErrorCode.EIO, "cannot create the control file in " + context.dir() + ": " + ex);
+            throw new MrdException(ErrorCode.EIO, "cannot create the control file in " + context.get(DIR) + ": " +
+                ex);
         }
         catch (final RuntimeException ex)
         {
@@ -270,13 +286,13 @@ public final class MrdDaemon implements AutoCloseable
             LOG.info("kept the previous daemon's event journal in {}",
                 runDirectory.dir().resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY));
         }
-        if (context.journalSize() == 0)
+        if (context.get(JOURNAL_SIZE) == 0)
         {
             return EventJournal.OFF;
         }
         final MappedEventJournal journal = MappedEventJournal.create(
-            runDirectory.dir().resolve(JournalFileDescriptor.DIRECTORY), context.journalSize(), epoch);
-        LOG.info("event journal {} ({} in {} files)", journal.dir(), Sizes.format(context.journalSize()),
+            runDirectory.dir().resolve(JournalFileDescriptor.DIRECTORY), context.get(JOURNAL_SIZE), epoch);
+        LOG.info("event journal {} ({} in {} files)", journal.dir(), Sizes.format(context.get(JOURNAL_SIZE)),
             JournalFileDescriptor.FILE_COUNT);
         return journal;
     }
@@ -291,7 +307,7 @@ public final class MrdDaemon implements AutoCloseable
             counters.publishHistograms(now);
             try
             {
-                Thread.sleep(context.heartbeatIntervalMs());
+                Thread.sleep(context.get(HEARTBEAT_INTERVAL));
             }
             catch (final InterruptedException ex)
             {

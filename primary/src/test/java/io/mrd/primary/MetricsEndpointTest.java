@@ -12,9 +12,16 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Collectors;
 
+import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
+import static io.mrd.primary.DaemonSettings.DIR;
+import static io.mrd.primary.DaemonSettings.HUGE_DIR;
+import static io.mrd.primary.DaemonSettings.LIST_SIZE;
+import static io.mrd.primary.DaemonSettings.MAX_MEMORY;
+import static io.mrd.primary.DaemonSettings.METRICS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -30,8 +37,9 @@ final class MetricsEndpointTest
     @Test
     void servesTheCountersOnLoopback() throws Exception
     {
-        final DaemonContext context = new DaemonContext().dir(dir).hugeDir("none")
-            .maxMemory(16L << 20).listSize(16L << 20).baseVirtaddr(0x2C0000000000L).metrics(":0");
+        final DaemonContext context = new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
+            .set(MAX_MEMORY, 16L << 20).set(LIST_SIZE, 16L << 20).set(BASE_VIRTADDR, 0x2C0000000000L)
+            .set(METRICS, METRICS.parse(":0"));
         try (MrdDaemon daemon = MrdDaemon.launch(context))
         {
             daemon.engine().createMr(daemon.engine().allocate(2L << 20, 5).address(), 5);

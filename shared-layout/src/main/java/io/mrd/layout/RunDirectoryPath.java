@@ -20,6 +20,9 @@ public final class RunDirectoryPath
 {
     /** Environment variable naming the run directory. */
     public static final String MRD_DIR = "MRD_DIR";
+    /** What {@code --dir} says in every command's help: {@link #resolve}'s rule. */
+    public static final String DIR_HELP =
+        "Run directory of the daemon (default: $MRD_DIR, else $XDG_RUNTIME_DIR/mrd, else /dev/shm/mrd-<uid>).";
 
     /** The daemon's socket, which the clients connect to. */
     public static final String SOCKET_FILE = "mrd.sock";

@@ -45,6 +45,9 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import static io.mrd.primary.DaemonSettings.ALLOW_GID;
+import static io.mrd.primary.DaemonSettings.WORKER_THREADS;
+
 /**
  * The daemon's Unix-domain socket server (DESIGN §7): Netty epoll on {@code DIR/mrd.sock}, one event-loop
  * thread ({@code mrd-io}) that accepts, checks peers, cuts frames, answers HELLO and the CREATE_MRs the
@@ -107,7 +110,8 @@ public final class MrdServer implements AutoCloseable
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         final AtomicInteger workerNumber = new AtomicInteger();
-        this.workers = new ThreadPoolExecutor(context.workerThreads(), context.workerThreads(), 0, TimeUnit.SECONDS,
+        final int workerThreads = context.get(WORKER_THREADS);
+        this.workers = new ThreadPoolExecutor(workerThreads, workerThreads, 0, TimeUnit.SECONDS,
             new LinkedBlockingQueue<>(QUEUE_CAPACITY),
             r -> Thread.ofPlatform().name("mrd-worker-" + workerNumber.incrementAndGet()).daemon(true).unstarted(r));
         this.reclaimer = Executors.newSingleThreadExecutor(
@@ -117,7 +121,7 @@ public final class MrdServer implements AutoCloseable
         final EventJournal journal = engine.journal();
         final AtomicInteger nextClientId = new AtomicInteger(1);
         this.sessionServices = new SessionServices(
-            new PeerPolicy(Posix.getuid(), context.allowGids()),
+            new PeerPolicy(Posix.getuid(), context.get(ALLOW_GID)),
             clients,
             nextClientId::getAndIncrement,
             handler,

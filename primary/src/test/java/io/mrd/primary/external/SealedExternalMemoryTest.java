@@ -7,8 +7,8 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
+import io.mrd.primary.TestContexts;
 import io.mrd.testing.ChildJvm;
 import io.mrd.testing.Equipment;
 import io.mrd.tools.ControlFileSnapshot;
@@ -29,6 +29,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static io.mrd.primary.DaemonSettings.MAX_EXTERNAL;
+import static io.mrd.primary.DaemonSettings.REGISTRATION_LATENCY;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -72,18 +74,10 @@ class SealedExternalMemoryTest
         start(0);
     }
 
-    private void start(final long registrationLatencyNanos)
+    private void start(final long registrationLatencyMicros)
     {
-        daemon = MrdDaemon.launch(new DaemonContext()
-            .dir(dir)
-            .hugeDir("none")
-            .baseVirtaddr(BASE)
-            .maxMemory(64 * Sizes.MIB)
-            .listSize(32 * Sizes.MIB)
-            .maxMrs(64)
-            .cacheCapacity(1024)
-            .maxExternal(0)
-            .registrationLatencyNanos(registrationLatencyNanos));
+        daemon = MrdDaemon.launch(TestContexts.small(dir, BASE).set(MAX_EXTERNAL, 0L)
+            .set(REGISTRATION_LATENCY, registrationLatencyMicros));
         external = new ExternalMemory(WINDOW, WINDOW_LENGTH, daemon.engine());
         lockedBefore = lockedKib();
     }
@@ -184,7 +178,7 @@ class SealedExternalMemoryTest
     void aTruncationBetweenTheCheckAndThePinningFailsBecauseTheSealCameFirst() throws Exception
     {
         stop();
-        start(TimeUnit.SECONDS.toNanos(2));
+        start(TimeUnit.SECONDS.toMicros(2));
         final int memfd = memfd(Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING, LENGTH);
         final int passed = reopen(memfd, Posix.O_RDWR);
         final CompletableFuture<MrEntry> registration =

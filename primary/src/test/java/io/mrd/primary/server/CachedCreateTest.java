@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import static io.mrd.primary.DaemonSettings.CACHE_CAPACITY;
 import static io.mrd.primary.server.ServerFixture.SEGMENT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -162,7 +163,7 @@ class CachedCreateTest
     @Test
     void anOverflowedCacheSendsEveryCreateToAWorker()
     {
-        fixture = new ServerFixture(dir, BASE, context -> context.cacheCapacity(2));
+        fixture = new ServerFixture(dir, BASE, context -> context.set(CACHE_CAPACITY, 2));
         try (RawClient client = fixture.connect())
         {
             client.hello("overflow");

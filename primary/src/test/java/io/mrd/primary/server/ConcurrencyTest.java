@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 
+import static io.mrd.primary.DaemonSettings.REGISTRATION_LATENCY;
 import static io.mrd.primary.server.ServerFixture.SEGMENT;
 import static io.mrd.primary.server.ServerFixture.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -42,7 +43,7 @@ class ConcurrencyTest
     @BeforeEach
     void start()
     {
-        fixture = new ServerFixture(dir, BASE, context -> context.registrationLatencyNanos(20_000_000L));
+        fixture = new ServerFixture(dir, BASE, context -> context.set(REGISTRATION_LATENCY, 20_000L));
     }
 
     @AfterEach

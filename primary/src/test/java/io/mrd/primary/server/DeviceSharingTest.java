@@ -33,6 +33,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
+import static io.mrd.primary.DaemonSettings.IBVERBS_LIBRARY;
+import static io.mrd.primary.DaemonSettings.PROVIDER;
 import static io.mrd.primary.server.ServerFixture.await;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -229,8 +231,8 @@ class DeviceSharingTest
 
     private ServerFixture ibverbsDaemon()
     {
-        return new ServerFixture(dir, BASE, context -> context.provider("ibverbs")
-            .ibverbsLibrary(EmulatedDevice.library().toString()));
+        return new ServerFixture(dir, BASE, context -> context.set(PROVIDER, "ibverbs")
+            .set(IBVERBS_LIBRARY, EmulatedDevice.library().toString()));
     }
 
     private static DaemonConnection connect(final ServerFixture fixture)

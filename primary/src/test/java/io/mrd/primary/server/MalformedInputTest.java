@@ -19,6 +19,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Random;
 
+import static io.mrd.primary.DaemonSettings.MAX_CLIENTS;
 import static io.mrd.primary.server.MrdServerTest.assertContains;
 import static io.mrd.primary.server.ServerFixture.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -42,7 +43,7 @@ class MalformedInputTest
     @BeforeEach
     void start()
     {
-        fixture = new ServerFixture(dir, BASE, context -> context.maxClients(2));
+        fixture = new ServerFixture(dir, BASE, context -> context.set(MAX_CLIENTS, 2));
     }
 
     @AfterEach

@@ -23,6 +23,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static io.mrd.primary.DaemonSettings.ALLOW_GID;
 import static io.mrd.primary.server.MrdServerTest.assertContains;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -86,7 +87,7 @@ class PeerCredentialsTest
     void anAllowedGroupIsAdmittedButMayNotStopTheDaemon() throws Exception
     {
         assumeCanChangeUid();
-        try (ServerFixture fixture = new ServerFixture(dir, BASE, context -> context.allowGid(NOBODY)))
+        try (ServerFixture fixture = new ServerFixture(dir, BASE, context -> context.set(ALLOW_GID, List.of(NOBODY))))
         {
             openUp(fixture);
             final byte[] helloThenStop = MrdServerTest.concat(

@@ -18,6 +18,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 
+import static io.mrd.primary.DaemonSettings.MAX_MRS;
 import static io.mrd.primary.server.ServerFixture.SEGMENT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -46,7 +47,7 @@ class RegisterOnAllocateTest
 
     private void start(final int maxMrs)
     {
-        fixture = new ServerFixture(dir, ServerFixture.base(7), context -> context.maxMrs(maxMrs));
+        fixture = new ServerFixture(dir, ServerFixture.base(7), context -> context.set(MAX_MRS, maxMrs));
         a = MrdClient.attach(dir);
         b = MrdClient.attach(dir);
     }

@@ -4,12 +4,14 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
+import io.mrd.primary.TestContexts;
 
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
+import static io.mrd.primary.DaemonSettings.MAX_EXTERNAL;
 import static org.junit.jupiter.api.Assertions.fail;
 
 /**
@@ -41,15 +43,7 @@ final class ServerFixture implements AutoCloseable
     ServerFixture(final Path dir, final long base, final Consumer<DaemonContext> customize)
     {
         this.dir = dir;
-        final DaemonContext context = new DaemonContext()
-            .dir(dir)
-            .hugeDir("none")
-            .baseVirtaddr(base)
-            .maxMemory(64 * Sizes.MIB)
-            .listSize(32 * Sizes.MIB)
-            .maxMrs(64)
-            .cacheCapacity(1024)
-            .maxExternal(64 * Sizes.MIB);
+        final DaemonContext context = TestContexts.small(dir, base).set(MAX_EXTERNAL, 64 * Sizes.MIB);
         customize.accept(context);
         daemon = MrdDaemon.launch(context);
     }

@@ -123,12 +123,17 @@ public final class Sizes
     }
 
     /**
-     * @param text {@code 0x…} hex or decimal.
+     * @param text {@code 0x…} hex or decimal, never negative.
      * @return the value.
      * @throws MrdException EINVAL naming the text.
      */
     public static long parseAddress(final String text)
     {
+        if (null != text && text.strip().startsWith("-"))
+        {
+            throw new MrdException(ErrorCode.EINVAL, "address '" + text + "' is negative: write it as hex " +
+                "(0x100000000000) or decimal");
+        }
         try
         {
             final String s = text.trim().toLowerCase(Locale.ROOT);

@@ -117,6 +117,8 @@ final class SizesTest
             assertTrue(ex.getMessage().contains("hex"), ex.getMessage());
         }
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> Sizes.parseAddress(null)).code());
+        assertEquals("address ' -1' is negative: write it as hex (0x100000000000) or decimal",
+            assertThrows(MrdException.class, () -> Sizes.parseAddress(" -1")).getMessage());
     }
 
     @Test
