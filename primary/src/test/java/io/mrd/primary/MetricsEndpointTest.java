@@ -30,7 +30,7 @@ final class MetricsEndpointTest
     void servesTheCountersOnLoopback() throws Exception
     {
         final DaemonContext context = new DaemonContext().dir(dir).hugeDir("none")
-            .maxMemory(16L << 20).listSize(16L << 20).baseVirtaddr(0x2C0000000000L).metrics(":0");
+            .maxMemory(16L << 20).listSize(16L << 20).baseVirtaddr(io.mrd.testing.BaseAddresses.next()).metrics(":0");
         try (MrdDaemon daemon = MrdDaemon.launch(context))
         {
             daemon.engine().createMr(daemon.engine().allocate(2L << 20, 5).address(), 5);
