@@ -1,18 +1,19 @@
 package io.mrd.cli;
 
-import io.mrd.cli.MrdRunner.Run;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.MrdRunner;
+import io.mrd.cli.fixture.MrdRunner.Result;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.RunDirectory;
-import io.mrd.testing.ChildJvm;
 import io.mrd.testing.Equipment;
-import io.mrd.testing.TestDirs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -22,7 +23,6 @@ import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
@@ -59,6 +59,10 @@ final class CommandLineErrorsTest
     private static final AtomicInteger FRESH = new AtomicInteger();
     /** What a failure line starts with: the command, then the errno. */
     private static final Pattern ONE_LINE = Pattern.compile("^mrd( [a-z]+)?: E[A-Z]+: \\S");
+
+    /** The class's directories and its daemon, and any daemon a failed row left in a directory below them. */
+    @RegisterExtension
+    static final DaemonExtension DAEMONS = new DaemonExtension();
 
     private static Path base;
     private static Path live;
@@ -419,7 +423,7 @@ final class CommandLineErrorsTest
     @BeforeAll
     static void startDaemon() throws IOException
     {
-        base = TestDirs.create("cli-errors");
+        base = DAEMONS.newDirectory("cli-errors");
         Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.createFile(base.resolve("file"));
         final byte[] junk = new byte[8192];
@@ -431,7 +435,7 @@ final class CommandLineErrorsTest
         Files.createDirectory(live, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
         busy = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         processesBefore = descendants();
-        final Run started = MrdRunner.mrd("start", "--dir", live.toString(), "--huge-dir", "none",
+        final Result started = MrdRunner.mrd("start", "--dir", live.toString(), "--huge-dir", "none",
             "--max-memory", "64MiB", "--list-size", "32MiB");
         assertEquals(0, started.exit(), started::toString);
         try (ControlFile ctl = ControlFile.openReadOnly(live.resolve(ControlFile.FILE_NAME)))
@@ -448,14 +452,12 @@ final class CommandLineErrorsTest
             if (null != live)
             {
                 setLiveMode("rwx------");
-                final Run stopped = MrdRunner.mrd("stop", "--dir", live.toString());
+                final Result stopped = MrdRunner.mrd("stop", "--dir", live.toString());
                 assertEquals(0, stopped.exit(), stopped::toString);
             }
         }
         finally
         {
-            ProcessHandle.of(livePid).ifPresent(ProcessHandle::destroyForcibly);
-            TestDirs.deleteTree(base);
             closeQuietly(busy);
         }
     }
@@ -469,12 +471,7 @@ final class CommandLineErrorsTest
         {
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
-        final RunDirectory fresh = new RunDirectory(base.resolve("fresh-" + FRESH.get()));
-        if (Files.isDirectory(fresh.dir()) && fresh.isLocked())
-        {
-            fresh.readSnapshot().flatMap(s -> ProcessHandle.of(s.pid())).ifPresent(ProcessHandle::destroyForcibly);
-            ChildJvm.await("the daemon in " + fresh.dir() + " to die", Duration.ofSeconds(30), () -> !fresh.isLocked());
-        }
+        DaemonExtension.killLeftovers(base.resolve("fresh-" + FRESH.get()));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -482,7 +479,7 @@ final class CommandLineErrorsTest
     void inThisJvm(final Row row)
     {
         final Path fresh = fresh();
-        final Run run = MrdRunner.mrd(expand(row.args(), fresh).toArray(String[]::new));
+        final Result run = MrdRunner.mrd(expand(row.args(), fresh).toArray(String[]::new));
         assertOneLine(row, run, fresh);
     }
 
@@ -493,7 +490,7 @@ final class CommandLineErrorsTest
         final Path fresh = fresh();
         final Map<String, String> env = row.env().entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey,
             e -> expand(List.of(e.getValue()), fresh).getFirst()));
-        assertOneLine(row, MrdRunner.process(List.of(), System.getProperty("java.class.path"), env,
+        assertOneLine(row, MrdRunner.mrdProcess(List.of(), System.getProperty("java.class.path"), env,
             expand(row.args(), fresh)), fresh);
     }
 
@@ -509,7 +506,7 @@ final class CommandLineErrorsTest
         {
             final List<String> setpriv = List.of(setprivProgram.toString(), "--reuid", String.valueOf(NOBODY),
                 "--regid", String.valueOf(NOBODY), "--clear-groups");
-            assertOneLine(row, MrdRunner.process(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
+            assertOneLine(row, MrdRunner.mrdProcess(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
                 fresh);
         }
         finally
@@ -520,7 +517,7 @@ final class CommandLineErrorsTest
 
     // ---------------------------------------------------------------------------------------------------------
 
-    private static void assertOneLine(final Row row, final Run run, final Path fresh)
+    private static void assertOneLine(final Row row, final Result run, final Path fresh)
     {
         assertEquals(row.exit(), run.exit(), run::toString);
         final String stream = row.stream() == Stream.ERR ? run.err() : run.out();

@@ -339,15 +339,6 @@ public final class ChildJvm implements AutoCloseable
         deleteQuietly(errors);
     }
 
-    /**
-     * @deprecated the cli module's tests still call this until they move to {@link Wait#await}.
-     */
-    @Deprecated
-    public static void await(final String what, final Duration timeout, final Wait.Condition condition)
-    {
-        Wait.await(what, timeout, condition);
-    }
-
     private static void deleteQuietly(final Path file)
     {
         try
