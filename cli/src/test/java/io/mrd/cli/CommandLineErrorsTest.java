@@ -1,17 +1,18 @@
 package io.mrd.cli;
 
-import io.mrd.cli.MrdRunner.Run;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.MrdRunner;
+import io.mrd.cli.fixture.MrdRunner.Result;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
-import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.testing.Equipment;
-import io.mrd.testing.TestDirs;
 import io.mrd.tools.RunDirectoryReader;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -34,7 +35,6 @@ import java.util.stream.Collectors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Every option of every command, given a wrong value (wrong type, negative, zero, huge, empty, a path that is a
@@ -57,6 +57,10 @@ final class CommandLineErrorsTest
     private static final AtomicInteger FRESH = new AtomicInteger();
     /** What a failure line starts with: the command, then the errno. */
     private static final Pattern ONE_LINE = Pattern.compile("^mrd( [a-z]+)?: E[A-Z]+: \\S");
+
+    /** The class's directories and its daemon, and any daemon a failed row left in a directory below them. */
+    @RegisterExtension
+    static final DaemonExtension DAEMONS = new DaemonExtension();
 
     private static Path base;
     private static Path live;
@@ -419,7 +423,7 @@ final class CommandLineErrorsTest
     @BeforeAll
     static void startDaemon() throws IOException
     {
-        base = TestDirs.create("cli-errors");
+        base = DAEMONS.newDirectory("cli-errors");
         Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.createFile(base.resolve("file"));
         final byte[] junk = new byte[8192];
@@ -431,7 +435,7 @@ final class CommandLineErrorsTest
         Files.createDirectory(live, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
         busy = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         processesBefore = descendants();
-        final Run started = MrdRunner.mrd("start", "--dir", live.toString(), "--huge-dir", "none",
+        final Result started = MrdRunner.mrd("start", "--dir", live.toString(), "--huge-dir", "none",
             "--max-memory", "64MiB", "--list-size", "32MiB");
         assertEquals(0, started.exit(), started::toString);
         try (ControlFile ctl = ControlFile.openReadOnly(live.resolve(ControlFile.FILE_NAME)))
@@ -448,14 +452,12 @@ final class CommandLineErrorsTest
             if (null != live)
             {
                 setLiveMode("rwx------");
-                final Run stopped = MrdRunner.mrd("stop", "--dir", live.toString());
+                final Result stopped = MrdRunner.mrd("stop", "--dir", live.toString());
                 assertEquals(0, stopped.exit(), stopped::toString);
             }
         }
         finally
         {
-            ProcessHandle.of(livePid).ifPresent(ProcessHandle::destroyForcibly);
-            TestDirs.deleteTree(base);
             closeQuietly(busy);
         }
     }
@@ -469,11 +471,7 @@ final class CommandLineErrorsTest
         {
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
         }
-        final Path fresh = base.resolve("fresh-" + FRESH.get());
-        if (Files.isDirectory(fresh))
-        {
-            LeftoverDaemon.kill(fresh);
-        }
+        DaemonExtension.killLeftovers(base.resolve("fresh-" + FRESH.get()));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -481,7 +479,7 @@ final class CommandLineErrorsTest
     void inThisJvm(final Row row)
     {
         final Path fresh = fresh();
-        final Run run = MrdRunner.mrd(expand(row.args(), fresh).toArray(String[]::new));
+        final Result run = MrdRunner.mrd(expand(row.args(), fresh).toArray(String[]::new));
         assertOneLine(row, run, fresh);
     }
 
@@ -492,7 +490,7 @@ final class CommandLineErrorsTest
         final Path fresh = fresh();
         final Map<String, String> env = row.env().entrySet().stream().collect(Collectors.toMap(Map.Entry::getKey,
             e -> expand(List.of(e.getValue()), fresh).getFirst()));
-        assertOneLine(row, MrdRunner.process(List.of(), System.getProperty("java.class.path"), env,
+        assertOneLine(row, MrdRunner.mrdProcess(List.of(), System.getProperty("java.class.path"), env,
             expand(row.args(), fresh)), fresh);
     }
 
@@ -508,7 +506,7 @@ final class CommandLineErrorsTest
         {
             final List<String> setpriv = List.of(setprivProgram.toString(), "--reuid", String.valueOf(NOBODY),
                 "--regid", String.valueOf(NOBODY), "--clear-groups");
-            assertOneLine(row, MrdRunner.process(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
+            assertOneLine(row, MrdRunner.mrdProcess(setpriv, otherUserClassPath(), Map.of(), expand(row.args(), fresh)),
                 fresh);
         }
         finally
@@ -519,7 +517,7 @@ final class CommandLineErrorsTest
 
     // ---------------------------------------------------------------------------------------------------------
 
-    private static void assertOneLine(final Row row, final Run run, final Path fresh)
+    private static void assertOneLine(final Row row, final Result run, final Path fresh)
     {
         assertEquals(row.exit(), run.exit(), run::toString);
         final String stream = row.stream() == Stream.ERR ? run.err() : run.out();

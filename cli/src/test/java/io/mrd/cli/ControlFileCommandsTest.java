@@ -1,8 +1,8 @@
 package io.mrd.cli;
 
-import io.mrd.cli.MrdRunner.Run;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.MrdRunner.Result;
 import io.mrd.testing.PromtoolCheck;
-import io.mrd.testing.TestDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.Access;
@@ -23,6 +23,7 @@ import io.mrd.tools.Invariants;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -38,13 +39,12 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 
-import static io.mrd.cli.MrdRunner.mrd;
+import static io.mrd.cli.fixture.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.layout.sys.Sizes.hex;
 import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
@@ -74,11 +74,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class ControlFileCommandsTest
 {
-    private static final long BASE = 0x3A00_0000_0000L;
     private static final long SEGMENT = 2 * MIB;
     private static final ObjectMapper JSON = new ObjectMapper();
 
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
     private Path dir;
+    private long base;
     private MrdDaemon daemon;
     private MrEngine engine;
     private MemorySegment external;
@@ -92,17 +95,20 @@ final class ControlFileCommandsTest
     private MrEntry ext;
 
     @BeforeEach
-    void startDaemon() throws IOException
+    void startDaemon()
     {
-        dir = Files.createTempDirectory(Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of("/tmp"),
-            "mrd-cli-test-");
-        daemon = MrdDaemon.launch(new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
-            .set(MAX_MEMORY, 64 * MIB).set(LIST_SIZE, 32 * MIB).set(BASE_VIRTADDR, BASE));
+        daemon = daemons.inProcess("cli-test", new DaemonContext().set(MAX_MEMORY, 64 * MIB).set(LIST_SIZE, 32 * MIB));
+        dir = daemon.context().get(DIR);
+        base = daemon.context().get(BASE_VIRTADDR);
         engine = daemon.engine();
     }
 
+    /**
+     * The daemon first (the extension closes it too, and removes its directory): its external MR covers the
+     * test's mapping, which goes after it.
+     */
     @AfterEach
-    void stopDaemon() throws IOException
+    void stopDaemon()
     {
         try
         {
@@ -117,7 +123,6 @@ final class ControlFileCommandsTest
             {
                 Posix.munmapQuietly(external.address(), external.byteSize());
             }
-            TestDirs.deleteTree(dir);
         }
     }
 
@@ -145,7 +150,7 @@ final class ControlFileCommandsTest
     void dumpJsonIsWhatTheTestCreated() throws IOException
     {
         buildScenario();
-        final Run run = mrd("dump", "--dir", dir.toString(), "--json");
+        final Result run = mrd("dump", "--dir", dir.toString(), "--json");
         assertEquals(0, run.exit(), run.both());
         final JsonNode root = JSON.readTree(run.out());
 
@@ -161,7 +166,7 @@ final class ControlFileCommandsTest
         assertEquals(2, lists.size());
         final JsonNode list0 = lists.get(0);
         assertEquals(0, list0.get("index").asInt());
-        assertEquals(hex(BASE), list0.get("baseVa").asText());
+        assertEquals(hex(base), list0.get("baseVa").asText());
         assertEquals(SEGMENT, list0.get("segmentSize").asLong());
         assertEquals(16, list0.get("segments").asInt());
         assertEquals(List.of(
@@ -206,7 +211,7 @@ final class ControlFileCommandsTest
         buildScenario();
         daemon.errorLog().record(new IllegalStateException("provider hiccup for the dump test"));
 
-        final Run text = mrd("dump", "--dir", dir.toString());
+        final Result text = mrd("dump", "--dir", dir.toString());
         assertEquals(0, text.exit(), text.both());
         assertTrue(text.out().contains("pid " + ProcessHandle.current().pid()), text.out());
         assertTrue(text.out().contains("tmpfs"), text.out());
@@ -216,7 +221,7 @@ final class ControlFileCommandsTest
         assertTrue(text.out().contains("global cache: 3 entries"), text.out());
         assertFalse(text.out().contains("provider hiccup"), "the error log only with --errors");
 
-        final Run map = mrd("dump", "--dir", dir.toString(), "--map");
+        final Result map = mrd("dump", "--dir", dir.toString(), "--map");
         assertEquals(0, map.exit(), map.both());
         assertTrue(map.out().contains("legend:"), map.out());
         assertTrue(map.out().contains("  +0x0000000  Rx.Raaa. ........"), map.out());
@@ -224,19 +229,19 @@ final class ControlFileCommandsTest
         assertTrue(map.out().contains("R MR 2 [" + hex(external.address())), map.out());
         map.out().lines().forEach(line -> assertTrue(line.length() <= 100, "line over 100 chars: " + line));
 
-        final Run errors = mrd("dump", "--dir", dir.toString(), "--errors");
+        final Result errors = mrd("dump", "--dir", dir.toString(), "--errors");
         assertEquals(0, errors.exit(), errors.both());
         assertTrue(errors.out().contains("error log: 1 distinct error"), errors.out());
         assertTrue(errors.out().contains("provider hiccup for the dump test"), errors.out());
 
-        final Run json = mrd("dump", "--dir", dir.toString(), "--json", "--errors");
+        final Result json = mrd("dump", "--dir", dir.toString(), "--json", "--errors");
         assertEquals(0, json.exit(), json.both());
         final JsonNode errorNodes = JSON.readTree(json.out()).get("errors");
         assertEquals(1, errorNodes.size());
         assertEquals(1, errorNodes.get(0).get("count").asInt());
         assertTrue(errorNodes.get(0).get("exception").asText().contains("provider hiccup"));
 
-        final Run both = mrd("dump", "--dir", dir.toString(), "--json", "--map");
+        final Result both = mrd("dump", "--dir", dir.toString(), "--json", "--map");
         assertEquals(Mrd.EXIT_USAGE, both.exit(), both.both());
     }
 
@@ -244,7 +249,7 @@ final class ControlFileCommandsTest
     void checkPassesOnTheLiveFileAndCatchesCorruptedCopies() throws IOException
     {
         buildScenario();
-        final Run live = mrd("check", "--dir", dir.toString());
+        final Result live = mrd("check", "--dir", dir.toString());
         assertEquals(0, live.exit(), live.both());
         assertTrue(live.out().startsWith("consistent: 3 MRs (3 ACTIVE, 0 DETACHED, 3 live chunks), 3 cache entries"),
             live.out());
@@ -253,10 +258,10 @@ final class ControlFileCommandsTest
         final ControlFileLayout layout = daemon.controlFile().layout();
         final int cacheOffset = layout.cacheOffset();
 
-        final Run clean = checkCopy("clean", file -> { });
+        final Result clean = checkCopy("clean", file -> { });
         assertEquals(0, clean.exit(), clean.both());
 
-        final Run swapped = checkCopy("swapped", file ->
+        final Result swapped = checkCopy("swapped", file ->
         {
             final byte[] first = read(file, cacheOffset + CacheEntryDescriptor.ENTRY_LENGTH, CacheEntryDescriptor.ENTRY_LENGTH);
             final byte[] second = read(file, cacheOffset + 2 * CacheEntryDescriptor.ENTRY_LENGTH,
@@ -266,7 +271,7 @@ final class ControlFileCommandsTest
         });
         assertViolation(swapped, "global cache not sorted: entry 2");
 
-        final Run lkey = checkCopy("lkey", file ->
+        final Result lkey = checkCopy("lkey", file ->
         {
             final int at = cacheOffset + CacheEntryDescriptor.ENTRY_LENGTH + CacheEntryDescriptor.LKEY_OFFSET;
             putInt(file, at, getInt(file, at) ^ 0x5A00);
@@ -274,19 +279,19 @@ final class ControlFileCommandsTest
         assertViolation(lkey, "global cache entry 1 " + Format.range(a1.address(), a1.address() + SEGMENT) +
             " lkey mismatch");
 
-        final Run msN = checkCopy("msN", file ->
+        final Result msN = checkCopy("msN", file ->
         {
             final int at = layout.mrOffset(0) + MrDescriptor.MS_N_OFFSET;
             putInt(file, at, getInt(file, at) + 1);
         });
         assertViolation(msN, "MR 0: msN 2 is not the popcount of its bitmap, 1");
 
-        final Run freed = checkCopy("freed", file -> putInt(file, layout.memsegListOffset(0) +
+        final Result freed = checkCopy("freed", file -> putInt(file, layout.memsegListOffset(0) +
             MemsegListDescriptor.SEGMENTS_OFFSET + a2.firstSegment() * MemsegListDescriptor.SEGMENT_ENTRY_LENGTH +
             MemsegListDescriptor.SEGMENT_OWNER_OFFSET, MemsegListDescriptor.OWNER_FREE));
         assertViolation(freed, "MR 1: live segment " + hex(a2.address()) + " (list 0 segment 3) is not allocated");
 
-        final Run twice = checkCopy("twice", file ->
+        final Result twice = checkCopy("twice", file ->
         {
             // MR 0's bitmap gets segment 3 (bit 3 from its base 0): MR 1's live segment.
             final int bitmap = layout.mrBitmapOffset(0);
@@ -295,7 +300,8 @@ final class ControlFileCommandsTest
         });
         assertViolation(twice, "segment " + hex(a2.address()) + " (list 0 segment 3) is a live segment of two MRs");
 
-        final Run missing = checkCopy("missing", file -> putInt(file, io.mrd.layout.HeaderDescriptor.CACHE_LEN_OFFSET, 3));
+        final Result missing = checkCopy("missing",
+            file -> putInt(file, io.mrd.layout.HeaderDescriptor.CACHE_LEN_OFFSET, 3));
         assertViolation(missing, "global cache lacks chunk");
     }
 
@@ -303,29 +309,29 @@ final class ControlFileCommandsTest
     void lookupFoundAndNotRegistered()
     {
         buildScenario();
-        final Run found = mrd("lookup", "--dir", dir.toString(), hex(a1.address() + 12345));
+        final Result found = mrd("lookup", "--dir", dir.toString(), hex(a1.address() + 12345));
         assertEquals(0, found.exit(), found.both());
         assertEquals(hex(a1.address() + 12345) + " -> MR 0 " + Format.range(a1.address(), a1.address() + SEGMENT) +
             " lkey " + Format.key(mr0.lkey) + " rkey 0x0 access local-write", found.out().strip());
 
-        final Run externalFound = mrd("lookup", "--dir", dir.toString(), Long.toString(external.address() + 10));
+        final Result externalFound = mrd("lookup", "--dir", dir.toString(), Long.toString(external.address() + 10));
         assertEquals(0, externalFound.exit(), externalFound.both());
         assertTrue(externalFound.out().contains("-> MR 2 "), externalFound.out());
 
-        final Run stale = mrd("lookup", "--dir", dir.toString(), hex(a4.address()));
+        final Result stale = mrd("lookup", "--dir", dir.toString(), hex(a4.address()));
         assertEquals(1, stale.exit(), stale.both());
         assertTrue(stale.out().startsWith(hex(a4.address()) + " not registered: segment 1 of list 0 is allocated to " +
             "client 9"), stale.out());
 
-        final Run free = mrd("lookup", "--dir", dir.toString(), hex(BASE + 2 * SEGMENT));
+        final Result free = mrd("lookup", "--dir", dir.toString(), hex(base + 2 * SEGMENT));
         assertEquals(1, free.exit(), free.both());
         assertTrue(free.out().contains("not registered: segment 2 of list 0 is free"), free.out());
 
-        final Run outside = mrd("lookup", "--dir", dir.toString(), "0x1000");
+        final Result outside = mrd("lookup", "--dir", dir.toString(), "0x1000");
         assertEquals(1, outside.exit(), outside.both());
         assertTrue(outside.out().contains("not registered: outside the memory lists"), outside.out());
 
-        final Run bad = mrd("lookup", "--dir", dir.toString(), "0xZZ");
+        final Result bad = mrd("lookup", "--dir", dir.toString(), "0xZZ");
         assertEquals(Mrd.EXIT_USAGE, bad.exit(), bad.both());
         assertTrue(bad.err().startsWith("mrd lookup: "), bad.err());
     }
@@ -355,16 +361,16 @@ final class ControlFileCommandsTest
         assertEquals(remote, entries.get(0).get("access").asText());
         assertEquals("0x0", entries.get(1).get("rkey").asText());
 
-        final Run text = mrd("dump", "--dir", dir.toString());
+        final Result text = mrd("dump", "--dir", dir.toString());
         assertTrue(text.out().contains("rkey " + Format.key(sharedMr.rkey)), text.out());
         assertTrue(text.out().contains("access " + remote), text.out());
 
-        final Run lookup = mrd("lookup", "--dir", dir.toString(), hex(shared.address() + SEGMENT));
+        final Result lookup = mrd("lookup", "--dir", dir.toString(), hex(shared.address() + SEGMENT));
         assertEquals(0, lookup.exit(), lookup.both());
         assertEquals(hex(shared.address() + SEGMENT) + " -> MR 0 " + Format.range(shared.address(), shared.end()) +
             " lkey " + Format.key(sharedMr.lkey) + " rkey " + Format.key(sharedMr.rkey) + " access " + remote,
             lookup.out().strip());
-        final Run localLookup = mrd("lookup", "--dir", dir.toString(), hex(local.address()));
+        final Result localLookup = mrd("lookup", "--dir", dir.toString(), hex(local.address()));
         assertTrue(localLookup.out().strip().endsWith("lkey " + Format.key(localMr.lkey) + " rkey 0x0 access local-write"),
             localLookup.out());
         assertEquals(0, mrd("check", "--dir", dir.toString()).exit(), "the invariants hold with both accesses");
@@ -374,18 +380,18 @@ final class ControlFileCommandsTest
     void statHumanWatchAndPrometheus()
     {
         buildScenario();
-        final Run human = mrd("stat", "--dir", dir.toString());
+        final Result human = mrd("stat", "--dir", dir.toString());
         assertEquals(0, human.exit(), human.both());
         assertTrue(human.out().lines().anyMatch(l -> l.matches("\\s+create requests\\s+2")), human.out());
         assertTrue(human.out().lines().anyMatch(l -> l.matches("\\s+MRs created\\s+3")), human.out());
         assertTrue(human.out().lines().anyMatch(l -> l.matches("\\s+bytes registered\\s+" + (7 * MIB) + "\\s+7MiB")),
             human.out());
 
-        final Run watch = mrd("stat", "--dir", dir.toString(), "--watch", "0.05", "--count", "3");
+        final Result watch = mrd("stat", "--dir", dir.toString(), "--watch", "0.05", "--count", "3");
         assertEquals(0, watch.exit(), watch.both());
         assertEquals(3, watch.out().lines().filter(l -> l.startsWith("mrd counters of pid")).count(), watch.out());
 
-        final Run prometheus = mrd("stat", "--dir", dir.toString(), "--prometheus");
+        final Result prometheus = mrd("stat", "--dir", dir.toString(), "--prometheus");
         assertEquals(0, prometheus.exit(), prometheus.both());
         // The Prometheus Java client writes values as doubles (12582912 is 1.2582912E7).
         final Map<String, Long> samples = new HashMap<>();
@@ -460,12 +466,12 @@ final class ControlFileCommandsTest
         {
             for (int i = 0; i < 5; i++)
             {
-                final Run check = mrd("check", "--dir", dir.toString());
+                final Result check = mrd("check", "--dir", dir.toString());
                 assertEquals(0, check.exit(), check.both());
-                final Run dump = mrd("dump", "--dir", dir.toString(), "--json");
+                final Result dump = mrd("dump", "--dir", dir.toString(), "--json");
                 assertEquals(0, dump.exit(), dump.both());
                 assertTrue(JSON.readTree(dump.out()).get("mrs").size() >= 2, dump.out());
-                final Run lookup = mrd("lookup", "--dir", dir.toString(), hex(a1.address()));
+                final Result lookup = mrd("lookup", "--dir", dir.toString(), hex(a1.address()));
                 assertEquals(0, lookup.exit(), lookup.both());
             }
         }
@@ -484,7 +490,7 @@ final class ControlFileCommandsTest
     {
         for (final String command : List.of("dump", "stat", "check", "lookup"))
         {
-            final Run help = mrd(command, "--help");
+            final Result help = mrd(command, "--help");
             assertEquals(0, help.exit(), help.both());
             assertTrue(help.out().contains("Example"), command + " --help has an example:\n" + help.out());
             assertTrue(help.out().contains("Exit codes"), command + " --help gives exit codes:\n" + help.out());
@@ -492,18 +498,18 @@ final class ControlFileCommandsTest
         final Path nowhere = dir.resolve("nowhere");
         for (final String command : List.of("dump", "stat", "check"))
         {
-            final Run run = mrd(command, "--dir", nowhere.toString());
+            final Result run = mrd(command, "--dir", nowhere.toString());
             assertEquals(1, run.exit(), run.both());
             assertEquals("mrd " + command + ": ENOENT: no control file at " + nowhere.resolve(ControlFile.FILE_NAME) +
                 ": is a daemon running there? start one with 'mrd start --dir " + nowhere + "'", run.err().strip());
         }
-        final Run noCopy = mrd("check", "--file", nowhere.toString());
+        final Result noCopy = mrd("check", "--file", nowhere.toString());
         assertEquals(1, noCopy.exit());
         assertTrue(noCopy.err().startsWith("mrd check: ENOENT: no file at " + nowhere), noCopy.err());
 
         final Path junk = dir.resolve("junk.ctl");
         Files.write(junk, new byte[8192]);
-        final Run notControl = mrd("lookup", "--file", junk.toString(), "0x1000");
+        final Result notControl = mrd("lookup", "--file", junk.toString(), "0x1000");
         assertEquals(1, notControl.exit());
         assertEquals(1, notControl.err().strip().lines().count(), notControl.err());
         assertTrue(notControl.err().startsWith("mrd lookup: EPROTO: " + junk + " is not an mrd control file"),
@@ -543,7 +549,7 @@ final class ControlFileCommandsTest
         return result;
     }
 
-    private Run checkCopy(final String name, final Consumer<FileChannel> corrupt) throws IOException
+    private Result checkCopy(final String name, final Consumer<FileChannel> corrupt) throws IOException
     {
         final Path copy = dir.resolve("copy-" + name + ".ctl");
         Files.copy(dir.resolve(ControlFile.FILE_NAME), copy);
@@ -554,7 +560,7 @@ final class ControlFileCommandsTest
         return mrd("check", "--file", copy.toString());
     }
 
-    private static void assertViolation(final Run run, final String violation)
+    private static void assertViolation(final Result run, final String violation)
     {
         assertEquals(1, run.exit(), run.both());
         assertTrue(run.out().startsWith("inconsistent: "), run.out());

@@ -2,12 +2,13 @@ package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.RunDirectoryPath;
-import io.mrd.testing.ChildJvm;
 import io.mrd.tools.RunDirectoryReader;
-import org.junit.jupiter.api.AfterEach;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -28,8 +29,11 @@ final class DaemonLifecycleTest
 {
     private static final Pattern STARTED_PID = Pattern.compile("mrd started: pid (\\d+)");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("lifecycle");
 
     @BeforeEach
     void noDaemon()
@@ -37,40 +41,34 @@ final class DaemonLifecycleTest
         assertFalse(RunDirectoryReader.isLocked(dir));
     }
 
-    @AfterEach
-    void stopLeftovers()
-    {
-        LeftoverDaemon.kill(dir);
-    }
-
     @Test
     void startStatusSecondStartStopStatus()
     {
-        final MrdProcess.Result start = MrdProcess.run("start", "--dir", dir.toString(), "--max-memory", "64MiB");
-        assertEquals(0, start.exitCode(), start.output());
-        final long pid = pidOf(start.output());
+        final MrdRunner.Result start = MrdRunner.mrdProcess("start", "--dir", dir.toString(), "--max-memory", "64MiB");
+        assertEquals(0, start.exit(), start.both());
+        final long pid = pidOf(start.both());
         assertTrue(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "daemon pid alive");
 
-        final MrdProcess.Result status = MrdProcess.run("status", "--dir", dir.toString());
-        assertEquals(0, status.exitCode(), status.output());
-        assertTrue(status.output().contains("pid          " + pid), status.output());
-        assertTrue(status.output().contains("heartbeat"), status.output());
-        assertTrue(status.output().contains("0B in use of 64MiB"), status.output());
+        final MrdRunner.Result status = MrdRunner.mrdProcess("status", "--dir", dir.toString());
+        assertEquals(0, status.exit(), status.both());
+        assertTrue(status.both().contains("pid          " + pid), status.both());
+        assertTrue(status.both().contains("heartbeat"), status.both());
+        assertTrue(status.both().contains("0B in use of 64MiB"), status.both());
 
-        final MrdProcess.Result second = MrdProcess.run("start", "--dir", dir.toString());
-        assertEquals(1, second.exitCode(), second.output());
-        assertTrue(second.output().contains("already running") && second.output().contains("pid " + pid),
-            second.output());
+        final MrdRunner.Result second = MrdRunner.mrdProcess("start", "--dir", dir.toString());
+        assertEquals(1, second.exit(), second.both());
+        assertTrue(second.both().contains("already running") && second.both().contains("pid " + pid),
+            second.both());
 
-        final MrdProcess.Result stop = MrdProcess.run("stop", "--dir", dir.toString());
-        assertEquals(0, stop.exitCode(), stop.output());
+        final MrdRunner.Result stop = MrdRunner.mrdProcess("stop", "--dir", dir.toString());
+        assertEquals(0, stop.exit(), stop.both());
         assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "daemon gone after stop");
         assertFalse(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "control file removed");
         assertFalse(Files.exists(dir.resolve("mem").resolve("list-0")), "backing file removed");
 
-        final MrdProcess.Result after = MrdProcess.run("status", "--dir", dir.toString());
-        assertEquals(1, after.exitCode(), after.output());
-        assertTrue(after.output().contains("not running"), after.output());
+        final MrdRunner.Result after = MrdRunner.mrdProcess("status", "--dir", dir.toString());
+        assertEquals(1, after.exit(), after.both());
+        assertTrue(after.both().contains("not running"), after.both());
     }
 
     @Test
@@ -78,25 +76,22 @@ final class DaemonLifecycleTest
     {
         final long firstPid;
         final long firstEpoch;
-        try (ChildJvm daemon = MrdProcess.startForeground(dir, "--max-memory", "64MiB"))
+        try (LiveDaemon daemon = daemons.launch("lifecycle").in(dir).start("--max-memory", "64MiB"))
         {
             firstPid = daemon.pid();
-            try (ControlFile ctl = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
-            {
-                firstEpoch = ctl.header().epoch();
-            }
+            firstEpoch = daemon.controlFile().header().epoch();
             daemon.kill();
         }
         assertFalse(RunDirectoryReader.isLocked(dir), "the kernel released the dead daemon's lock");
         assertTrue(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "a killed daemon leaves its control file");
 
-        final MrdProcess.Result stale = MrdProcess.run("status", "--dir", dir.toString());
-        assertEquals(1, stale.exitCode(), stale.output());
-        assertTrue(stale.output().contains("stale files of pid " + firstPid), stale.output());
+        final MrdRunner.Result stale = MrdRunner.mrdProcess("status", "--dir", dir.toString());
+        assertEquals(1, stale.exit(), stale.both());
+        assertTrue(stale.both().contains("stale files of pid " + firstPid), stale.both());
 
-        final MrdProcess.Result start = MrdProcess.run("start", "--dir", dir.toString(), "--max-memory", "64MiB");
-        assertEquals(0, start.exitCode(), start.output());
-        final long pid = pidOf(start.output());
+        final MrdRunner.Result start = MrdRunner.mrdProcess("start", "--dir", dir.toString(), "--max-memory", "64MiB");
+        assertEquals(0, start.exit(), start.both());
+        final long pid = pidOf(start.both());
         assertNotEquals(firstPid, pid);
         try (ControlFile ctl = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
         {
@@ -106,25 +101,25 @@ final class DaemonLifecycleTest
         final String log = Files.readString(dir.resolve(RunDirectoryPath.LOG_FILE));
         assertTrue(log.contains("recovered stale directory") && log.contains("pid " + firstPid), log);
 
-        assertEquals(0, MrdProcess.run("status", "--dir", dir.toString()).exitCode());
-        assertEquals(0, MrdProcess.run("stop", "--dir", dir.toString()).exitCode());
+        assertEquals(0, MrdRunner.mrdProcess("status", "--dir", dir.toString()).exit());
+        assertEquals(0, MrdRunner.mrdProcess("stop", "--dir", dir.toString()).exit());
     }
 
     @Test
     void badArgumentsGiveOneLineAndUsageExit()
     {
-        final MrdProcess.Result size = MrdProcess.run("start", "--dir", dir.toString(), "--max-memory", "lots");
-        assertEquals(2, size.exitCode(), size.output());
-        assertTrue(size.output().contains("'lots' is not a size"), size.output());
+        final MrdRunner.Result size = MrdRunner.mrdProcess("start", "--dir", dir.toString(), "--max-memory", "lots");
+        assertEquals(2, size.exit(), size.both());
+        assertTrue(size.both().contains("'lots' is not a size"), size.both());
 
-        final MrdProcess.Result base = MrdProcess.run("start", "--foreground", "--dir", dir.toString(),
+        final MrdRunner.Result base = MrdRunner.mrdProcess("start", "--foreground", "--dir", dir.toString(),
             "--base-virtaddr", "0x1234");
-        assertEquals(2, base.exitCode(), base.output());
-        assertTrue(base.output().contains("--base-virtaddr 0x1234 must be a multiple of 1GiB"), base.output());
+        assertEquals(2, base.exit(), base.both());
+        assertTrue(base.both().contains("--base-virtaddr 0x1234 must be a multiple of 1GiB"), base.both());
 
-        final MrdProcess.Result stop = MrdProcess.run("stop", "--dir", dir.toString());
-        assertEquals(1, stop.exitCode(), stop.output());
-        assertTrue(stop.output().contains("no daemon running in " + dir), stop.output());
+        final MrdRunner.Result stop = MrdRunner.mrdProcess("stop", "--dir", dir.toString());
+        assertEquals(1, stop.exit(), stop.both());
+        assertTrue(stop.both().contains("no daemon running in " + dir), stop.both());
     }
 
     private static long pidOf(final String output)

@@ -1,5 +1,7 @@
 package io.mrd.cli;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.MrdRunner.Result;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdHistogram;
 import io.mrd.primary.DaemonContext;
@@ -7,31 +9,26 @@ import io.mrd.primary.MrdDaemon;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import io.mrd.testing.PromtoolCheck;
-import io.mrd.testing.TestDirs;
+import io.mrd.testing.Wait;
 import io.mrd.tools.Format;
 import io.mrd.tools.PublishedHistogram;
 import org.HdrHistogram.Histogram;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.function.Predicate;
 
-import static io.mrd.cli.MrdRunner.Run;
-import static io.mrd.cli.MrdRunner.mrd;
+import static io.mrd.cli.fixture.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
 import static io.mrd.primary.DaemonSettings.DIR;
@@ -48,37 +45,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class StatHistogramsTest
 {
-    private static final long BASE = 0x3B00_0000_0000L;
     private static final long SEGMENT = 2 * MIB;
     private static final int ALLOCATIONS = 3;
     private static final Duration DEADLINE = Duration.ofSeconds(30);
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     private Path dir;
     private MrdDaemon daemon;
 
     @BeforeEach
-    void startDaemon() throws IOException
+    void startDaemon()
     {
-        dir = Files.createTempDirectory(Files.isWritable(Path.of("/dev/shm")) ? Path.of("/dev/shm") : Path.of("/tmp"),
-            "mrd-stat-histograms-");
-        daemon = MrdDaemon.launch(new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
-            .set(MAX_MEMORY, 32 * MIB).set(LIST_SIZE, 32 * MIB).set(BASE_VIRTADDR, BASE).set(METRICS, METRICS.parse(":0")));
-    }
-
-    @AfterEach
-    void stopDaemon()
-    {
-        try
-        {
-            if (null != daemon)
-            {
-                daemon.close();
-            }
-        }
-        finally
-        {
-            TestDirs.deleteTree(dir);
-        }
+        daemon = daemons.inProcess("stat-histograms",
+            new DaemonContext().set(MAX_MEMORY, 32 * MIB).set(LIST_SIZE, 32 * MIB).set(METRICS, METRICS.parse(":0")));
+        dir = daemon.context().get(DIR);
     }
 
     @Test
@@ -105,13 +87,14 @@ final class StatHistogramsTest
         final Map<String, Long> expected = Map.of("hello", 1L, "alloc", (long)ALLOCATIONS, "create_mr", creates,
             "free", (long)ALLOCATIONS, "reg_external", 0L, "dereg_external", 0L, "queues", 0L, "stop", 0L);
 
-        final String prometheus = awaitExposition("mrd stat --prometheus", () ->
+        // The histograms reach the control file at the daemon's next heartbeat: read until they are there.
+        final String prometheus = Wait.await("mrd stat --prometheus to show the requests", DEADLINE, () ->
         {
-            final Run run = mrd("stat", "--dir", dir.toString(), "--prometheus");
+            final Result run = mrd("stat", "--dir", dir.toString(), "--prometheus");
             assertEquals(0, run.exit(), run.both());
             return run.out();
         }, text -> published(text, "type=\"free\"", ALLOCATIONS) && published(text, "type=\"hello\"", 1));
-        final String metrics = awaitExposition("/metrics", this::scrape,
+        final String metrics = Wait.await("/metrics to show the requests", DEADLINE, this::scrape,
             text -> published(text, "type=\"free\"", ALLOCATIONS));
         for (final String[] output : new String[][]{{"mrd stat --prometheus", prometheus}, {"/metrics", metrics}})
         {
@@ -129,7 +112,7 @@ final class StatHistogramsTest
             PromtoolCheck.assertClean(output[0], output[1]);
         }
 
-        final Run human = mrd("stat", "--dir", dir.toString());
+        final Result human = mrd("stat", "--dir", dir.toString());
         assertEquals(0, human.exit(), human.both());
         final PublishedHistogram free = PublishedHistogram.read(daemon.controlFile()).stream()
             .filter(h -> "free".equals(h.label())).findFirst().orElseThrow();
@@ -166,30 +149,5 @@ final class StatHistogramsTest
             HttpResponse.BodyHandlers.ofString());
         assertEquals(200, response.statusCode());
         return response.body();
-    }
-
-    /**
-     * The histograms reach the control file at the daemon's next heartbeat: read until they are there.
-     */
-    private static String awaitExposition(final String what, final Source source, final Predicate<String> ready)
-        throws Exception
-    {
-        final long deadline = System.nanoTime() + DEADLINE.toNanos();
-        String text = source.read();
-        while (!ready.test(text))
-        {
-            if (System.nanoTime() > deadline)
-            {
-                throw new AssertionError(what + " did not show the requests within " + DEADLINE + ":\n" + text);
-            }
-            Thread.sleep(20);
-            text = source.read();
-        }
-        return text;
-    }
-
-    private interface Source
-    {
-        String read() throws Exception;
     }
 }

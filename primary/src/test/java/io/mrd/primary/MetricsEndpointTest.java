@@ -38,7 +38,7 @@ final class MetricsEndpointTest
     void servesTheCountersOnLoopback() throws Exception
     {
         final DaemonContext context = new DaemonContext().set(DIR, dir).set(HUGE_DIR, Optional.of("none"))
-            .set(MAX_MEMORY, 16L << 20).set(LIST_SIZE, 16L << 20).set(BASE_VIRTADDR, 0x2C0000000000L)
+            .set(MAX_MEMORY, 16L << 20).set(LIST_SIZE, 16L << 20).set(BASE_VIRTADDR, io.mrd.testing.BaseAddresses.next())
             .set(METRICS, METRICS.parse(":0"));
         try (MrdDaemon daemon = MrdDaemon.launch(context))
         {

@@ -18,6 +18,7 @@ import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.layout.sys.UnixSocket;
+import io.mrd.testing.BaseAddresses;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -42,7 +43,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class FakeDaemon implements AutoCloseable
 {
-    static final long BASE = 0x3a00_0000_0000L;
+    static final long BASE = BaseAddresses.next();
     static final long SEGMENT = 2 * Sizes.MIB;
     static final int SEGMENTS = 8;
     static final long LIST_LENGTH = SEGMENTS * SEGMENT;

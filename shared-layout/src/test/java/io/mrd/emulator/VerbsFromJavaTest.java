@@ -1,6 +1,7 @@
 package io.mrd.emulator;
 
 import io.mrd.testing.EmulatedDevice;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -11,6 +12,7 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.time.Duration;
 
 import static io.mrd.testing.EmulatedDevice.layoutOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -21,7 +23,6 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The emulated device driven from a JVM the way mrd drives it: exported verbs by downcall, and
@@ -99,13 +100,8 @@ final class VerbsFromJavaTest
 
             final MethodHandle pollCq = op(ctx, "ibv_context.ops.poll_cq", JAVA_INT, ADDRESS, JAVA_INT, ADDRESS);
             final MemorySegment wc = arena.allocate(layoutOf("sizeof.ibv_wc"), 8);
-            final long deadline = System.nanoTime() + 10_000_000_000L;
-            int polled;
-            while (0 == (polled = (int)pollCq.invokeExact(cq, 1, wc)))
-            {
-                assertTrue(System.nanoTime() < deadline, "no completion within 10 s");
-                Thread.onSpinWait();
-            }
+            final int polled = Wait.await("a completion on the CQ", Duration.ofSeconds(10),
+                () -> pollOnce(pollCq, cq, wc), n -> 0 != n);
             assertEquals(1, polled, "ops.poll_cq");
             assertEquals(42L, wc.get(JAVA_LONG, layoutOf("ibv_wc.wr_id")));
             assertEquals((int)layoutOf("IBV_WC_SUCCESS"), wc.get(JAVA_INT, layoutOf("ibv_wc.status")));
@@ -197,5 +193,20 @@ final class VerbsFromJavaTest
             new AssertionError("libmrdemu.so does not export " + symbol));
         return LINKER.downcallHandle(address, null == result ? FunctionDescriptor.ofVoid(args) :
             FunctionDescriptor.of(result, args));
+    }
+
+    /**
+     * @return what one {@code ops.poll_cq} of one completion returned.
+     */
+    private static int pollOnce(final MethodHandle pollCq, final MemorySegment cq, final MemorySegment wc)
+    {
+        try
+        {
+            return (int)pollCq.invokeExact(cq, 1, wc);
+        }
+        catch (final Throwable ex)
+        {
+            throw new AssertionError("ops.poll_cq failed", ex);
+        }
     }
 }

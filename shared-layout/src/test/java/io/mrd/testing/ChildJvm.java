@@ -10,25 +10,26 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
 
 /**
  * The one launcher of real processes in mrd's tests: a JVM running a main class from the test class path
  * with the JVM flags mrd needs, its output in a file that can be waited on and is shown when a test fails.
- * Each instance is {@link AutoCloseable}: closing kills the process if it is still running.
+ * Each instance is {@link AutoCloseable}: closing kills the process if it is still running and removes its output.
  */
 public final class ChildJvm implements AutoCloseable
 {
     private final String name;
     private final Process process;
     private final Path output;
+    private final Path errors;
 
-    private ChildJvm(final String name, final Process process, final Path output)
+    private ChildJvm(final String name, final Process process, final Path output, final Path errors)
     {
         this.name = name;
         this.process = process;
         this.output = output;
+        this.errors = errors;
     }
 
     /**
@@ -55,7 +56,7 @@ public final class ChildJvm implements AutoCloseable
         final Map<String, String> env,
         final List<String> extraJvmFlags)
     {
-        return launch(name, mainClass, args, env, jvmFlags(), extraJvmFlags);
+        return launch(name, mainClass).args(args).env(env).extraJvmFlags(extraJvmFlags).start();
     }
 
     /**
@@ -69,47 +70,147 @@ public final class ChildJvm implements AutoCloseable
         final Map<String, String> env,
         final List<String> jvmFlags)
     {
-        return launch(name, mainClass, args, env, jvmFlags, List.of());
+        return launch(name, mainClass).args(args).env(env).jvmFlags(jvmFlags).start();
     }
 
-    private static ChildJvm launch(
-        final String name,
-        final String mainClass,
-        final List<String> args,
-        final Map<String, String> env,
-        final List<String> jvmFlags,
-        final List<String> extraJvmFlags)
+    /**
+     * @return a launch of {@code mainClass} to complete and {@link Launch#start() start}: by default with no
+     * arguments, this JVM's environment, mrd's JVM flags and this JVM's class path.
+     */
+    public static Launch launch(final String name, final String mainClass)
     {
-        final List<String> command = new ArrayList<>();
-        // A shell without job control starts background jobs with SIGINT ignored, and an ignored signal stays
-        // ignored across exec: the JVM then never exits on SIGINT. env(1) restores the default before it execs
-        // the JVM (same pid), so a child behaves as a foreground command wherever the tests were started.
-        command.addAll(List.of("env", "--default-signal=INT"));
-        command.add(ProcessHandle.current().info().command().orElse(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        command.addAll(jvmFlags);
-        command.add("-Xmx256m");
-        command.add("-XX:+UseSerialGC");
-        command.add("-XX:TieredStopAtLevel=1");
-        command.addAll(extraJvmFlags);
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(mainClass);
-        command.addAll(args);
-        try
+        return new Launch(name, mainClass);
+    }
+
+    /**
+     * What to start: the main class, its arguments and environment, its JVM's flags and class path, a program to
+     * run it under ({@code setpriv …}), and whether its stderr is kept apart from its stdout.
+     */
+    public static final class Launch
+    {
+        private final String name;
+        private final String mainClass;
+        private List<String> args = List.of();
+        private Map<String, String> env = Map.of();
+        private List<String> jvmFlags = ChildJvm.jvmFlags();
+        private List<String> extraJvmFlags = List.of();
+        private List<String> prefix = List.of();
+        private String classPath = System.getProperty("java.class.path");
+        private boolean errorsApart;
+
+        private Launch(final String name, final String mainClass)
         {
-            final Path output = Files.createTempFile("mrd-" + name + "-", ".out");
-            final ProcessBuilder builder = new ProcessBuilder(command)
-                .redirectErrorStream(true)
-                .redirectOutput(output.toFile())
-                .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
-            builder.environment().putAll(env);
-            return new ChildJvm(name, builder.start(), output);
+            this.name = name;
+            this.mainClass = mainClass;
         }
-        catch (final IOException ex)
+
+        public Launch args(final List<String> args)
         {
-            throw new IllegalStateException("cannot start " + name + ": " + ex.getMessage(), ex);
+            this.args = List.copyOf(args);
+            return this;
         }
+
+        /**
+         * @param env added to this JVM's environment.
+         */
+        public Launch env(final Map<String, String> env)
+        {
+            this.env = Map.copyOf(env);
+            return this;
+        }
+
+        /**
+         * @param jvmFlags instead of mrd's JVM flags.
+         */
+        public Launch jvmFlags(final List<String> jvmFlags)
+        {
+            this.jvmFlags = List.copyOf(jvmFlags);
+            return this;
+        }
+
+        /**
+         * @param extraJvmFlags after the light JVM's flags, so that they may override them.
+         */
+        public Launch extraJvmFlags(final List<String> extraJvmFlags)
+        {
+            this.extraJvmFlags = List.copyOf(extraJvmFlags);
+            return this;
+        }
+
+        /**
+         * @param prefix a program and its arguments that run the JVM (e.g. {@code setpriv --reuid …}).
+         */
+        public Launch prefix(final List<String> prefix)
+        {
+            this.prefix = List.copyOf(prefix);
+            return this;
+        }
+
+        public Launch classPath(final String classPath)
+        {
+            this.classPath = classPath;
+            return this;
+        }
+
+        /**
+         * Keeps stderr in a file of its own ({@link #errorOutput()}); by default it is merged into the output.
+         */
+        public Launch errorsApart()
+        {
+            this.errorsApart = true;
+            return this;
+        }
+
+        public ChildJvm start()
+        {
+            final List<String> command = new ArrayList<>(prefix);
+            // A shell without job control starts background jobs with SIGINT ignored, and an ignored signal stays
+            // ignored across exec: the JVM then never exits on SIGINT. env(1) restores the default before it
+            // execs the JVM (same pid), so a child behaves as a foreground command wherever the tests were started.
+            command.addAll(List.of("env", "--default-signal=INT"));
+            command.add(ProcessHandle.current().info().command().orElse(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+            command.addAll(jvmFlags);
+            command.add("-Xmx256m");
+            command.add("-XX:+UseSerialGC");
+            command.add("-XX:TieredStopAtLevel=1");
+            command.addAll(extraJvmFlags);
+            command.add("-cp");
+            command.add(classPath);
+            command.add(mainClass);
+            command.addAll(args);
+            Path output = null;
+            Path errors = null;
+            try
+            {
+                output = Files.createTempFile("mrd-" + name + "-", ".out");
+                errors = errorsApart ? Files.createTempFile("mrd-" + name + "-", ".err") : null;
+                final ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectOutput(output.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
+                if (null == errors)
+                {
+                    builder.redirectErrorStream(true);
+                }
+                else
+                {
+                    builder.redirectError(errors.toFile());
+                }
+                builder.environment().putAll(env);
+                return new ChildJvm(name, builder.start(), output, errors);
+            }
+            catch (final IOException ex)
+            {
+                deleteQuietly(output);
+                deleteQuietly(errors);
+                throw new IllegalStateException("cannot start " + name + ": " + ex.getMessage(), ex);
+            }
+        }
+    }
+
+    public String name()
+    {
+        return name;
     }
 
     public Process process()
@@ -123,13 +224,28 @@ public final class ChildJvm implements AutoCloseable
     }
 
     /**
-     * @return everything the process printed so far.
+     * @return everything the process printed so far (its stderr too, unless it was {@link Launch#errorsApart()
+     * kept apart}).
      */
     public String output()
     {
+        return read(output);
+    }
+
+    /**
+     * @return what the process printed on stderr so far, when it was {@link Launch#errorsApart() kept apart};
+     * else nothing.
+     */
+    public String errorOutput()
+    {
+        return null == errors ? "" : read(errors);
+    }
+
+    private static String read(final Path file)
+    {
         try
         {
-            return Files.readString(output, StandardCharsets.UTF_8);
+            return Files.readString(file, StandardCharsets.UTF_8);
         }
         catch (final IOException ex)
         {
@@ -154,35 +270,19 @@ public final class ChildJvm implements AutoCloseable
      */
     public String awaitLine(final Predicate<String> predicate, final Duration timeout)
     {
-        final long deadline = System.nanoTime() + timeout.toNanos();
-        while (true)
+        final String text = Wait.await(name + " to print the expected line", timeout, () ->
         {
-            for (final String line : lines())
+            // Whether it ran is read before its output: a line printed just before it exited is then seen.
+            final boolean running = process.isAlive();
+            final String now = output();
+            if (!running && now.lines().noneMatch(predicate))
             {
-                if (predicate.test(line))
-                {
-                    return line;
-                }
-            }
-            if (!process.isAlive())
-            {
-                for (final String line : lines())
-                {
-                    if (predicate.test(line))
-                    {
-                        return line;
-                    }
-                }
                 throw new AssertionError(name + " exited with " + process.exitValue() +
-                    " before printing the expected line; output:\n" + output());
+                    " before printing the expected line; output:\n" + now);
             }
-            if (System.nanoTime() > deadline)
-            {
-                throw new AssertionError(name + " did not print the expected line within " + timeout +
-                    "; output:\n" + output());
-            }
-            sleepQuietly(20);
-        }
+            return now;
+        }, now -> now.lines().anyMatch(predicate));
+        return text.lines().filter(predicate).findFirst().orElseThrow();
     }
 
     /**
@@ -198,7 +298,8 @@ public final class ChildJvm implements AutoCloseable
             if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS))
             {
                 process.destroyForcibly();
-                throw new AssertionError(name + " did not exit within " + timeout + "; output:\n" + output());
+                throw new AssertionError(name + " did not exit within " + timeout + "; output:\n" + output() +
+                    (null == errors ? "" : "stderr:\n" + errorOutput()));
             }
             return process.exitValue();
         }
@@ -225,50 +326,31 @@ public final class ChildJvm implements AutoCloseable
         }
     }
 
+    /**
+     * Kills the process if it still runs and removes its output.
+     */
     public void close()
     {
         if (process.isAlive())
         {
             kill();
         }
+        deleteQuietly(output);
+        deleteQuietly(errors);
+    }
+
+    private static void deleteQuietly(final Path file)
+    {
         try
         {
-            Files.deleteIfExists(output);
+            if (null != file)
+            {
+                Files.deleteIfExists(file);
+            }
         }
         catch (final IOException ignore)
         {
             // a leftover temp file is harmless
-        }
-    }
-
-    /**
-     * Waits for a condition with a deadline: the only way tests here wait.
-     *
-     * @throws AssertionError with {@code what} when the condition is still false at the deadline.
-     */
-    public static void await(final String what, final Duration timeout, final BooleanSupplier condition)
-    {
-        final long deadline = System.nanoTime() + timeout.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() > deadline)
-            {
-                throw new AssertionError("timed out after " + timeout + " waiting for " + what);
-            }
-            sleepQuietly(10);
-        }
-    }
-
-    private static void sleepQuietly(final long ms)
-    {
-        try
-        {
-            Thread.sleep(ms);
-        }
-        catch (final InterruptedException ex)
-        {
-            Thread.currentThread().interrupt();
-            throw new AssertionError("interrupted", ex);
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.cli.LeftoverDaemon;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
@@ -8,8 +10,9 @@ import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.RunDirectoryReader;
-import org.junit.jupiter.api.AfterEach;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -40,17 +43,14 @@ final class DaemonCrashTest
     static final Duration WAIT = Duration.ofSeconds(60);
     private static final Pattern DEAD = Pattern.compile("dead detected=(\\d+) lastLkey=(\\d+)");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("crash-daemon");
 
     @TempDir
     Path signals;
-
-    @AfterEach
-    void noDaemonLeft()
-    {
-        LeftoverDaemon.kill(dir);
-    }
 
     @Test
     void killNineIsDetectedWithinTwoSecondsAndANewDaemonRecoversTheDirectory() throws IOException
@@ -61,30 +61,32 @@ final class DaemonCrashTest
         {
             final long oldEpoch;
             final long oldPid;
+            final long base;
             final long killedAtMs;
-            try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB"))
+            try (LiveDaemon daemon = daemons.launch("crash-daemon").in(dir).start("--max-memory", "256MiB"))
             {
-                oldEpoch = daemon.ctl.header().epoch();
+                oldEpoch = daemon.controlFile().header().epoch();
                 oldPid = daemon.pid();
+                base = daemon.baseVirtaddr();
                 a = watcher("watcher-a", "reattach");
                 b = watcher("watcher-b", "reattach");
                 startWatching(a, b);
                 killedAtMs = System.currentTimeMillis();
-                daemon.process.process().destroyForcibly();
-                assertEquals(137, daemon.process.awaitExit(WAIT), "killed by SIGKILL");
+                assertEquals(137, daemon.kill(), "killed by SIGKILL");
             }
             final long latencyA = detection(a, killedAtMs);
             final long latencyB = detection(b, killedAtMs);
             assertNothingAfterDeath(a);
             assertNothingAfterDeath(b);
 
-            final Cli.Result stale = Cli.run("status", "--dir", dir.toString());
-            assertEquals(1, stale.exitCode(), stale.toString());
-            assertTrue(stale.output().contains("stale files of pid " + oldPid), stale.toString());
+            final MrdRunner.Result stale = MrdRunner.mrd("status", "--dir", dir.toString());
+            assertEquals(1, stale.exit(), stale.toString());
+            assertTrue(stale.both().contains("stale files of pid " + oldPid), stale.toString());
 
-            final Cli.Result start = Cli.run("start", "--dir", dir.toString(), "--huge-dir", "none", "--max-memory",
-                "256MiB");
-            assertEquals(0, start.exitCode(), start.toString());
+            // At the killed daemon's address: the watchers' old mappings must not stand in the new daemon's way.
+            final MrdRunner.Result start = MrdRunner.mrd("start", "--dir", dir.toString(), "--huge-dir", "none",
+                "--base-virtaddr", Sizes.hex(base), "--max-memory", "256MiB");
+            assertEquals(0, start.exit(), start.toString());
             final long newEpoch;
             try (ControlFile ctl = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
             {
@@ -103,13 +105,13 @@ final class DaemonCrashTest
                 assertTrue(line.endsWith(" verified"), line);
                 System.out.println("FIGURE crash-daemon " + line);
             }
-            assertEquals(0, Cli.run("check", "--dir", dir.toString()).exitCode());
+            assertEquals(0, MrdRunner.mrd("check", "--dir", dir.toString()).exit());
             Signals.send(signals, "watcher-a", "exit");
             Signals.send(signals, "watcher-b", "exit");
             assertEquals(0, a.awaitExit(WAIT), a::output);
             assertEquals(0, b.awaitExit(WAIT), b::output);
-            final Cli.Result stop = Cli.run("stop", "--dir", dir.toString());
-            assertEquals(0, stop.exitCode(), stop.toString());
+            final MrdRunner.Result stop = MrdRunner.mrd("stop", "--dir", dir.toString());
+            assertEquals(0, stop.exit(), stop.toString());
             System.out.println("FIGURE crash-daemon kill9 detectionMs=" + latencyA + "," + latencyB);
         }
         finally
@@ -128,13 +130,13 @@ final class DaemonCrashTest
     @Test
     void aFrozenDaemonIsDetectedByItsHeartbeatWithinTwoSeconds() throws Exception
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB");
+        try (LiveDaemon daemon = daemons.launch("crash-daemon").in(dir).start("--max-memory", "256MiB");
             ChildJvm a = watcher("watcher-a", "stay");
             ChildJvm b = watcher("watcher-b", "stay"))
         {
             startWatching(a, b);
             final long stoppedAtMs = System.currentTimeMillis();
-            signal("-STOP", daemon.pid());
+            daemon.freeze();
             final long latencyA;
             final long latencyB;
             try
@@ -145,7 +147,7 @@ final class DaemonCrashTest
             }
             finally
             {
-                signal("-CONT", daemon.pid());
+                daemon.thaw();
             }
             assertNothingAfterDeath(a);
             assertNothingAfterDeath(b);
@@ -153,8 +155,8 @@ final class DaemonCrashTest
             Signals.send(signals, "watcher-b", "exit");
             assertEquals(0, a.awaitExit(WAIT), a::output);
             assertEquals(0, b.awaitExit(WAIT), b::output);
-            ChildJvm.await("the frozen watchers' memory reclaimed after SIGCONT", WAIT,
-                () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 && daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0);
+            Wait.await("the frozen watchers' memory reclaimed after SIGCONT", WAIT,
+                () -> daemon.counters(MrdCounter.CLIENTS_CONNECTED, MrdCounter.BYTES_ALLOCATED), LiveDaemon::allZero);
             daemon.assertHealthy("after SIGSTOP and SIGCONT");
             System.out.println("FIGURE crash-daemon sigstop detectionMs=" + latencyA + "," + latencyB);
         }
@@ -163,7 +165,7 @@ final class DaemonCrashTest
     @Test
     void sigtermDeregistersEveryMrUnpinsEverythingAndRemovesTheFiles() throws IOException
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB");
+        try (LiveDaemon daemon = daemons.launch("crash-daemon").in(dir).start("--max-memory", "256MiB");
             ChildJvm a = holder("holder-a");
             ChildJvm b = holder("holder-b"))
         {
@@ -175,7 +177,7 @@ final class DaemonCrashTest
             assertTrue(active >= 4 && pinned > 0 && locked > 0, "MRs " + active + ", pinned " + pinned + ", VmLck " + locked);
 
             final int exit = daemon.terminate();
-            final String output = daemon.process.output();
+            final String output = daemon.process().output();
             assertTrue(output.contains("released all MRs: 0 pinned bytes left"), output);
             // The test's mapping of the control file outlives the file: these are the daemon's last words.
             assertEquals(0, daemon.counter(MrdCounter.MRS_ACTIVE));
@@ -183,7 +185,7 @@ final class DaemonCrashTest
             assertEquals(0, daemon.counter(MrdCounter.BYTES_ALLOCATED));
             assertEquals(daemon.counter(MrdCounter.MRS_CREATED), daemon.counter(MrdCounter.MRS_DEREGISTERED),
                 "every MR created was deregistered");
-            assertEquals(HeaderDescriptor.HEARTBEAT_CLOSED, daemon.ctl.header().heartbeatMs());
+            assertEquals(HeaderDescriptor.HEARTBEAT_CLOSED, daemon.controlFile().header().heartbeatMs());
             assertFalse(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "control file removed");
             assertFalse(Files.exists(dir.resolve(RunDirectoryPath.SOCKET_FILE)), "socket removed");
             try (Stream<Path> mem = Files.exists(dir.resolve(RunDirectoryPath.MEM_DIR)) ?
@@ -252,11 +254,5 @@ final class DaemonCrashTest
     private String readLog() throws IOException
     {
         return Files.readString(dir.resolve(RunDirectoryPath.LOG_FILE));
-    }
-
-    private static void signal(final String signal, final long pid) throws Exception
-    {
-        final Process kill = new ProcessBuilder("kill", signal, String.valueOf(pid)).inheritIO().start();
-        assertEquals(0, kill.waitFor(), "kill " + signal + " " + pid);
     }
 }

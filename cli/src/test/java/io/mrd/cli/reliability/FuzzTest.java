@@ -1,5 +1,8 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.Proc;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
@@ -10,10 +13,10 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -22,7 +25,6 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -62,8 +64,8 @@ final class FuzzTest
     static final Duration RSS_RETURN_WAIT = Duration.ofSeconds(30);
     private static final long SEGMENT = 2 * Sizes.MIB;
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     // ---------------------------------------------------------------------------------------------------------
 
@@ -77,7 +79,7 @@ final class FuzzTest
     {
         final long seed = System.nanoTime();
         final Random random = new Random(seed);
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB", "--list-size", "64MiB"))
+        try (LiveDaemon daemon = daemons.start("fuzz", "--max-memory", "256MiB", "--list-size", "64MiB"))
         {
             warmUp(daemon);
             final long baseFds = daemon.fdCount();
@@ -86,7 +88,8 @@ final class FuzzTest
             final Map<ErrorCode, Integer> statuses = new EnumMap<>(ErrorCode.class);
             int eproto = 0;
 
-            final List<Case> cases = fixedCases();
+            final long base = daemon.baseVirtaddr();
+            final List<Case> cases = fixedCases(base);
             for (final Case c : cases)
             {
                 final List<Frame> replies = exchange(daemon, c.bytes(), c.helloFirst(), c.name());
@@ -101,7 +104,7 @@ final class FuzzTest
             for (int i = 0; i < MUTATED_FRAMES; i++)
             {
                 final boolean helloFirst = random.nextBoolean();
-                final byte[] bytes = mutate(baseFrame(random), random);
+                final byte[] bytes = mutate(baseFrame(random, base), random, base);
                 if (runsStop(bytes))
                 {
                     // would stop the daemon: STOP is allowed for this uid; not fuzz's business
@@ -114,17 +117,17 @@ final class FuzzTest
                 if (!daemon.isAlive())
                 {
                     fail("the daemon died on mutated frame " + i + " (seed " + seed + "): " +
-                        HexFormat.of().formatHex(bytes) + "\n" + daemon.process.output());
+                        HexFormat.of().formatHex(bytes) + "\n" + daemon.process().output());
                 }
             }
             final long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(!statuses.containsKey(ErrorCode.EIO), "internal errors: " + statuses);
 
-            ChildJvm.await("every fuzz client reclaimed", REPLY_WAIT.multipliedBy(3), () ->
-                daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 && daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 &&
-                daemon.counter(MrdCounter.BYTES_PINNED) == 0);
-            ChildJvm.await("the daemon's fds back to " + baseFds, REPLY_WAIT.multipliedBy(3),
-                () -> daemon.fdCount() <= baseFds);
+            Wait.await("every fuzz client reclaimed", REPLY_WAIT.multipliedBy(3), () -> daemon.counters(
+                MrdCounter.CLIENTS_CONNECTED, MrdCounter.BYTES_ALLOCATED, MrdCounter.BYTES_PINNED),
+                LiveDaemon::allZero);
+            Wait.await("the daemon's fds back to " + baseFds, REPLY_WAIT.multipliedBy(3), daemon::fdCount,
+                fds -> fds <= baseFds);
             final long rss = daemon.rssKib();
             assertTrue(rss < baseRss + RSS_SLACK_KIB, "RSS " + rss + " KiB, baseline " + baseRss + " KiB");
             assertEquals(eproto, daemon.counter(MrdCounter.PROTOCOL_ERRORS) - baseProtocolErrors,
@@ -141,7 +144,7 @@ final class FuzzTest
      * Sends the bytes (after a valid HELLO when asked) on a new connection, half-closes, and reads every reply
      * until the daemon closes.
      */
-    private static List<Frame> exchange(final Daemon daemon, final byte[] bytes, final boolean helloFirst,
+    private static List<Frame> exchange(final LiveDaemon daemon, final byte[] bytes, final boolean helloFirst,
         final String what)
     {
         try (RawConnection connection = RawConnection.connect(daemon.socket()))
@@ -158,7 +161,7 @@ final class FuzzTest
             catch (final AssertionError | MrdException ex)
             {
                 throw new AssertionError(what + ": " + ex.getMessage() + "\ndaemon output:\n" +
-                    daemon.process.output(), ex);
+                    daemon.process().output(), ex);
             }
         }
     }
@@ -178,7 +181,10 @@ final class FuzzTest
         return eproto;
     }
 
-    private static List<Case> fixedCases()
+    /**
+     * @param base the daemon's base address, for the requests' addresses.
+     */
+    private static List<Case> fixedCases(final long base)
     {
         final List<Case> cases = new ArrayList<>();
         for (final int length : new int[]{0, 3, 15, 4097, 65536, Integer.MAX_VALUE, -1, Integer.MIN_VALUE})
@@ -191,7 +197,7 @@ final class FuzzTest
         {
             cases.add(new Case("HELLO cut after " + k + " bytes", Arrays.copyOf(hello, k), false, "truncated"));
         }
-        final byte[] create = RawConnection.encode(8, new Message.CreateMr(0x1000_0000_0000L, 64));
+        final byte[] create = RawConnection.encode(8, new Message.CreateMr(base, 64));
         for (int k = 1; k < create.length; k++)
         {
             cases.add(new Case("CREATE_MR cut after " + k + " bytes", Arrays.copyOf(create, k), true, "truncated"));
@@ -252,10 +258,12 @@ final class FuzzTest
 
     /**
      * A valid request other than STOP, with values from the interesting ranges.
+     *
+     * @param base the daemon's base address.
      */
-    static byte[] baseFrame(final Random random)
+    static byte[] baseFrame(final Random random, final long base)
     {
-        final long[] addresses = {0, -1, 1, 0x1000, 0x1000_0000_0000L, 0x1000_0000_0000L + random.nextInt(1 << 28),
+        final long[] addresses = {0, -1, 1, 0x1000, base, base + random.nextInt(1 << 28),
             0x7FFF_FFFF_F000L, Long.MIN_VALUE, Long.MAX_VALUE, random.nextLong()};
         final long[] lengths = {0, 1, -1, 64, SEGMENT, 3 * SEGMENT, 255 * Sizes.MIB, 256 * Sizes.MIB, Sizes.GIB,
             Long.MAX_VALUE, Long.MIN_VALUE, random.nextLong()};
@@ -277,8 +285,10 @@ final class FuzzTest
     /**
      * One to three random mutations: bit flips, overwritten, inserted or deleted bytes, truncation, a rewritten
      * length, type or flags field, another frame appended.
+     *
+     * @param base the daemon's base address, for an appended frame.
      */
-    static byte[] mutate(final byte[] frame, final Random random)
+    static byte[] mutate(final byte[] frame, final Random random, final long base)
     {
         byte[] b = frame;
         final int mutations = 1 + random.nextInt(3);
@@ -329,7 +339,7 @@ final class FuzzTest
                 case 7 -> b = field(b, FrameDescriptor.FLAGS_OFFSET, 2, random.nextBoolean() ? 1 : random.nextInt(65536));
                 default ->
                 {
-                    final byte[] more = baseFrame(random);
+                    final byte[] more = baseFrame(random, base);
                     final byte[] joined = Arrays.copyOf(b, b.length + more.length);
                     System.arraycopy(more, 0, joined, b.length, more.length);
                     b = joined;
@@ -390,15 +400,15 @@ final class FuzzTest
         }
     }
 
-    private static void warmUp(final Daemon daemon)
+    private static void warmUp(final LiveDaemon daemon)
     {
         for (int i = 0; i < 50; i++)
         {
             exchange(daemon, RawConnection.encode(2, new Message.Alloc(SEGMENT, 0)), true, "warm-up");
             exchange(daemon, le(1 << 20), false, "warm-up");
         }
-        ChildJvm.await("warm-up clients reclaimed", REPLY_WAIT, () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 &&
-            daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0);
+        Wait.await("warm-up clients reclaimed", REPLY_WAIT,
+            () -> daemon.counters(MrdCounter.CLIENTS_CONNECTED, MrdCounter.BYTES_ALLOCATED), LiveDaemon::allZero);
     }
 
     // ---------------------------------------------------------------------------------------------------------
@@ -408,7 +418,7 @@ final class FuzzTest
     {
         final int repeats = 50;
         final int memfd = Posix.memfdCreate("mrd-fuzz-stray", Posix.MFD_CLOEXEC | Posix.MFD_ALLOW_SEALING);
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB", "--list-size", "64MiB"))
+        try (LiveDaemon daemon = daemons.start("fuzz", "--max-memory", "256MiB", "--list-size", "64MiB"))
         {
             Posix.ftruncate(memfd, SEGMENT);
             warmUp(daemon);
@@ -417,7 +427,7 @@ final class FuzzTest
             final byte[] hello = RawConnection.encode(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "stray"));
             final byte[] alloc = RawConnection.encode(2, new Message.Alloc(SEGMENT, 0));
             final byte[] allocFlagged = RawConnection.encode(3, FrameDescriptor.FLAG_FD, new Message.Alloc(SEGMENT, 0));
-            final byte[] create = RawConnection.encode(4, new Message.CreateMr(0x1000_0000_0000L, 64));
+            final byte[] create = RawConnection.encode(4, new Message.CreateMr(daemon.baseVirtaddr(), 64));
             final byte[] register = RawConnection.encode(5, FrameDescriptor.FLAG_FD, new Message.RegExternal(SEGMENT, 0));
             int connections = 0;
             int eproto = 0;
@@ -442,15 +452,15 @@ final class FuzzTest
                 });
                 connections += 5;
             }
-            ChildJvm.await("every stray-fd client reclaimed", REPLY_WAIT.multipliedBy(3), () ->
-                daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 && daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 &&
-                daemon.counter(MrdCounter.BYTES_PINNED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0);
-            ChildJvm.await("the daemon's fds back to " + baseFds, REPLY_WAIT.multipliedBy(3),
-                () -> daemon.fdCount() <= baseFds);
+            Wait.await("every stray-fd client reclaimed", REPLY_WAIT.multipliedBy(3), () -> daemon.counters(
+                MrdCounter.CLIENTS_CONNECTED, MrdCounter.BYTES_ALLOCATED, MrdCounter.BYTES_PINNED,
+                MrdCounter.MRS_ACTIVE), LiveDaemon::allZero);
+            Wait.await("the daemon's fds back to " + baseFds, REPLY_WAIT.multipliedBy(3), daemon::fdCount,
+                fds -> fds <= baseFds);
             final List<String> leaked = Proc.fdTargets(daemon.pid()).stream().filter(t -> t.contains("mrd-fuzz")).toList();
             assertEquals(List.of(), leaked, "fds of the stray memfd left open in the daemon");
-            ChildJvm.await("the registered memfd unmapped", REPLY_WAIT,
-                () -> Proc.mapsContaining(daemon.pid(), "mrd-fuzz").isEmpty());
+            Wait.await("the registered memfd unmapped", REPLY_WAIT,
+                () -> Proc.mapsContaining(daemon.pid(), "mrd-fuzz"), List::isEmpty);
             assertEquals(eproto, daemon.counter(MrdCounter.PROTOCOL_ERRORS) - protocolErrors);
             daemon.assertHealthy("after the stray fds");
             System.out.println("FIGURE fuzz strayFds connections=" + connections + " eproto=" + eproto + " fds=" +
@@ -473,7 +483,7 @@ final class FuzzTest
      *
      * @return the EPROTO replies received.
      */
-    private static int strayFd(final Daemon daemon, final int memfd, final Script script)
+    private static int strayFd(final LiveDaemon daemon, final int memfd, final Script script)
     {
         try (FdConnection connection = new FdConnection(daemon.socket()))
         {
@@ -508,8 +518,8 @@ final class FuzzTest
         // A gone client keeps its slot, and its segment, until the reclaim thread gets to it, which on a busy host
         // lags by up to some 170 clients (half of them with a segment): room for 1,024, so that no HELLO or ALLOC
         // is refused for that lag.
-        try (Daemon daemon = Daemon.start(dir, Daemon.DEPLOYED_JVM, "--max-memory", "1GiB", "--list-size", "256MiB",
-            "--max-clients", "1024"))
+        try (LiveDaemon daemon = daemons.launch("fuzz").jvmFlags(LiveDaemon.DEPLOYED_JVM).start("--max-memory",
+            "1GiB", "--list-size", "256MiB", "--max-clients", "1024"))
         {
             warmUp(daemon);
             final long baseFds = daemon.fdCount();
@@ -561,7 +571,8 @@ final class FuzzTest
                     }
                     catch (final IOException ex)
                     {
-                        fail("connection " + done + " failed: " + ex + "\ndaemon output:\n" + daemon.process.output());
+                        fail("connection " + done + " failed: " + ex + "\ndaemon output:\n" +
+                            daemon.process().output());
                     }
                 }
                 done++;
@@ -573,29 +584,28 @@ final class FuzzTest
             }
             final long elapsedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertEquals(CONNECTIONS, done, "connections made within 240 s");
-            ChildJvm.await("every dropped client reclaimed", Duration.ofSeconds(60), () ->
-                daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 && daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0);
-            ChildJvm.await("the daemon's fds back to " + baseFds, Duration.ofSeconds(60),
-                () -> daemon.fdCount() <= baseFds);
+            Wait.await("every dropped client reclaimed", Duration.ofSeconds(60),
+                () -> daemon.counters(MrdCounter.CLIENTS_CONNECTED, MrdCounter.BYTES_ALLOCATED), LiveDaemon::allZero);
+            Wait.await("the daemon's fds back to " + baseFds, Duration.ofSeconds(60), daemon::fdCount,
+                fds -> fds <= baseFds);
             final long afterRss = daemon.rssKib();
             // The heap the burst made G1 commit is uncommitted at HeapPolicy's first periodic collection after it.
-            final long[] rss = {afterRss};
+            final long rss;
             try
             {
-                ChildJvm.await("the daemon's RSS back under " + RSS_RETURN_KIB + " KiB above its baseline",
-                    RSS_RETURN_WAIT, () -> (rss[0] = daemon.rssKib()) < baseRss + RSS_RETURN_KIB);
+                rss = Wait.await("the daemon's RSS (KiB) back under " + RSS_RETURN_KIB + " KiB above its baseline",
+                    RSS_RETURN_WAIT, daemon::rssKib, kib -> kib < baseRss + RSS_RETURN_KIB);
             }
             catch (final AssertionError ex)
             {
                 throw new AssertionError(ex.getMessage() + ": " + baseRss + " KiB before the connections, " +
-                    afterRss + " KiB after them, " + rss[0] + " KiB at the end (RssAnon " +
-                    Proc.statusKib(daemon.pid(), "RssAnon") + " KiB)", ex);
+                    afterRss + " KiB after them (RssAnon " + Proc.statusKib(daemon.pid(), "RssAnon") + " KiB)", ex);
             }
             daemon.assertHealthy("after " + CONNECTIONS + " connections");
             System.out.println("FIGURE fuzz connections=" + done + " elapsedMs=" + elapsedMs + " clientsTotal=" +
                 daemon.counter(MrdCounter.CLIENTS_TOTAL) + " allocs=" + daemon.counter(MrdCounter.ALLOCS) +
                 " protocolErrors=" + daemon.counter(MrdCounter.PROTOCOL_ERRORS) + " maxFds=" + maxFds + " fds=" +
-                daemon.fdCount() + " (baseline " + baseFds + ") rssKiB=" + rss[0] + " (baseline " + baseRss +
+                daemon.fdCount() + " (baseline " + baseFds + ") rssKiB=" + rss + " (baseline " + baseRss +
                 ", after the connections " + afterRss + ", VmHWM " + Proc.statusKib(daemon.pid(), "VmHWM") + ")");
         }
     }

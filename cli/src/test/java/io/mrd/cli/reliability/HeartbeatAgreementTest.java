@@ -1,11 +1,14 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.cli.LeftoverDaemon;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
-import org.junit.jupiter.api.AfterEach;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -13,7 +16,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -51,59 +53,56 @@ final class HeartbeatAgreementTest
     private static final Pattern METRICS_URL = Pattern.compile("metrics on (http://\\S+/metrics)");
     private static final Pattern DEAD = Pattern.compile("dead detected=(\\d+) lastLkey=\\d+ .* reason=(.*)");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("heartbeat");
 
     @TempDir
     Path signals;
-
-    @AfterEach
-    void noDaemonLeft()
-    {
-        LeftoverDaemon.kill(dir);
-    }
 
     @Test
     void statusClientAndMetricsJudgeAFrozenDaemonByTheLimitItPublished() throws Exception
     {
         assertTrue(DEFAULT_LIMIT_MS + PAST_DEFAULT_MS < LIMIT_MS, "the test needs a window between the limits");
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB", "--heartbeat-interval",
-            Integer.toString(INTERVAL_MS), "--metrics", "127.0.0.1:0");
+        try (LiveDaemon daemon = daemons.launch("heartbeat").in(dir).start("--max-memory", "64MiB",
+            "--heartbeat-interval", Integer.toString(INTERVAL_MS), "--metrics", "127.0.0.1:0");
             ChildJvm client = ChildJvm.start("watcher", ReliabilitySecondary.class.getName(),
                 List.of("watch", dir.toString(), "watcher", signals.toString(), "stay"), Map.of(),
                 List.of("-XX:ErrorFile=" + signals.resolve("hs_err_pid%p.log"))))
         {
-            assertEquals(INTERVAL_MS, daemon.ctl.header().heartbeatIntervalMs(), "the interval published");
-            assertEquals(LIMIT_MS, daemon.ctl.header().heartbeatStaleLimitMs(), "the limit published");
+            assertEquals(INTERVAL_MS, daemon.controlFile().header().heartbeatIntervalMs(), "the interval published");
+            assertEquals(LIMIT_MS, daemon.controlFile().header().heartbeatStaleLimitMs(), "the limit published");
             final Matcher url = METRICS_URL.matcher(
-                daemon.process.awaitLine(line -> METRICS_URL.matcher(line).find(), WAIT));
+                daemon.process().awaitLine(line -> METRICS_URL.matcher(line).find(), WAIT));
             assertTrue(url.find());
             final URI metrics = URI.create(url.group(1));
             client.awaitLine(line -> line.startsWith("watching "), WAIT);
 
-            final Cli.Result running = daemon.status();
-            assertEquals(0, running.exitCode(), running.toString());
-            assertTrue(running.output().contains("(stale after " + LIMIT_MS + " ms)"), running.toString());
+            final MrdRunner.Result running = daemon.status();
+            assertEquals(0, running.exit(), running.toString());
+            assertTrue(running.both().contains("(stale after " + LIMIT_MS + " ms)"), running.toString());
             assertEquals(1.0, samples(serve(metrics)).get("mrd_up"), "/metrics while it runs");
             assertEquals(1.0, samples(prometheus()).get("mrd_up"), "mrd stat --prometheus while it runs");
 
-            signal("-STOP", daemon.pid());
+            daemon.freeze();
             try
             {
-                ChildJvm.await("the daemon stopped by SIGSTOP", WAIT, () -> stopped(daemon.pid()));
-                final long lastHeartbeatMs = daemon.ctl.header().heartbeatMs();
+                Wait.await("the daemon stopped by SIGSTOP", WAIT, daemon::isFrozen);
+                final long lastHeartbeatMs = daemon.controlFile().header().heartbeatMs();
 
                 // Frozen longer than the default limit, not as long as its own: everyone still calls it alive.
-                ChildJvm.await("the heartbeat past the default limit", WAIT,
+                Wait.await("the heartbeat past the default limit", WAIT,
                     () -> ageMs(lastHeartbeatMs) > DEFAULT_LIMIT_MS + PAST_DEFAULT_MS);
-                final Cli.Result late = daemon.status();
+                final MrdRunner.Result late = daemon.status();
                 final Map<String, Double> lateSamples = samples(prometheus());
                 final boolean clientSawDeath = client.lines().stream().anyMatch(line -> line.startsWith("dead "));
                 final long observedAgeMs = ageMs(lastHeartbeatMs);
                 assertTrue(observedAgeMs <= LIMIT_MS, "the checks between the limits took until the heartbeat was " +
                     observedAgeMs + " ms old, past the daemon's limit of " + LIMIT_MS + " ms: the machine is too slow");
-                assertEquals(0, late.exitCode(), "mrd status past the default limit: " + late);
-                assertTrue(late.output().contains("(stale after " + LIMIT_MS + " ms)"), late.toString());
+                assertEquals(0, late.exit(), "mrd status past the default limit: " + late);
+                assertTrue(late.both().contains("(stale after " + LIMIT_MS + " ms)"), late.toString());
                 assertEquals(1.0, lateSamples.get("mrd_up"), "mrd stat --prometheus past the default limit");
                 assertTrue(lateSamples.get("mrd_heartbeat_age_seconds") * 1000 > DEFAULT_LIMIT_MS, lateSamples::toString);
                 assertFalse(clientSawDeath, "the client called the daemon dead before its limit:\n" + client.output());
@@ -117,11 +116,11 @@ final class HeartbeatAgreementTest
                         LIMIT_MS + " ms: " + dead.group(0));
                 assertTrue(dead.group(2).contains("limit " + LIMIT_MS + " ms"), dead.group(0));
 
-                ChildJvm.await("the heartbeat past the daemon's limit", WAIT, () -> ageMs(lastHeartbeatMs) > LIMIT_MS);
-                final Cli.Result frozen = daemon.status();
-                assertEquals(1, frozen.exitCode(), frozen.toString());
-                assertTrue(frozen.output().contains("not responding") &&
-                    frozen.output().contains("limit " + LIMIT_MS + " ms"), frozen.toString());
+                Wait.await("the heartbeat past the daemon's limit", WAIT, () -> ageMs(lastHeartbeatMs) > LIMIT_MS);
+                final MrdRunner.Result frozen = daemon.status();
+                assertEquals(1, frozen.exit(), frozen.toString());
+                assertTrue(frozen.both().contains("not responding") &&
+                    frozen.both().contains("limit " + LIMIT_MS + " ms"), frozen.toString());
                 final Map<String, Double> deadSamples = samples(prometheus());
                 assertEquals(0.0, deadSamples.get("mrd_up"), "mrd stat --prometheus past the daemon's limit");
                 assertTrue(deadSamples.get("mrd_heartbeat_age_seconds") * 1000 > LIMIT_MS, deadSamples::toString);
@@ -130,17 +129,17 @@ final class HeartbeatAgreementTest
             }
             finally
             {
-                signal("-CONT", daemon.pid());
+                daemon.thaw();
             }
 
             client.awaitLine(line -> line.startsWith("after-death "), WAIT);
             Signals.send(signals, "watcher", "exit");
             assertEquals(0, client.awaitExit(WAIT), client::output);
-            ChildJvm.await("the daemon's heartbeat fresh again after SIGCONT", WAIT,
-                () -> Heartbeat.lookNow(daemon.ctl.header()).isAlive());
+            Wait.await("the daemon's heartbeat fresh again after SIGCONT", WAIT,
+                () -> Heartbeat.lookNow(daemon.controlFile().header()).isAlive());
             assertEquals(1.0, samples(serve(metrics)).get("mrd_up"), "/metrics after SIGCONT");
-            ChildJvm.await("the client's connection closed", WAIT,
-                () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0);
+            Wait.await("the client's connection closed", WAIT,
+                () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED), connected -> connected == 0);
             daemon.assertHealthy("after SIGSTOP and SIGCONT");
         }
     }
@@ -152,9 +151,9 @@ final class HeartbeatAgreementTest
 
     private String prometheus()
     {
-        final Cli.Result stat = Cli.run("stat", "--dir", dir.toString(), "--prometheus");
-        assertEquals(0, stat.exitCode(), stat.toString());
-        return stat.output();
+        final MrdRunner.Result stat = MrdRunner.mrd("stat", "--dir", dir.toString(), "--prometheus");
+        assertEquals(0, stat.exit(), stat.toString());
+        return stat.out();
     }
 
     private static String serve(final URI metrics) throws IOException, InterruptedException
@@ -181,27 +180,5 @@ final class HeartbeatAgreementTest
             }
         }
         return samples;
-    }
-
-    /**
-     * @return whether the kernel has stopped {@code pid} ({@code State: T} in {@code /proc/<pid>/status}).
-     */
-    private static boolean stopped(final long pid)
-    {
-        try
-        {
-            return Files.readAllLines(Path.of("/proc", Long.toString(pid), "status")).stream()
-                .anyMatch(line -> line.startsWith("State:") && line.substring("State:".length()).trim().startsWith("T"));
-        }
-        catch (final IOException ex)
-        {
-            throw new AssertionError("cannot read the state of pid " + pid + ": " + ex, ex);
-        }
-    }
-
-    private static void signal(final String signal, final long pid) throws Exception
-    {
-        final Process kill = new ProcessBuilder("kill", signal, String.valueOf(pid)).inheritIO().start();
-        assertEquals(0, kill.waitFor(), "kill " + signal + " " + pid);
     }
 }

@@ -1,19 +1,20 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.cli.LeftoverDaemon;
 import io.mrd.cli.Mrd;
-import io.mrd.layout.ControlFile;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.journal.JournalEvent;
 import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.JournalReader;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,21 +44,18 @@ final class JournalAfterKillTest
     static final Duration WAIT = Duration.ofSeconds(60);
     private static final int CLIENTS = 2;
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
-    @AfterEach
-    void noDaemonLeft()
-    {
-        LeftoverDaemon.kill(dir);
-    }
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("journal-kill");
 
     @Test
     void theJournalOfAKilledDaemonEndsWithItsLastControlFileState() throws Exception
     {
         final List<ChildJvm> workers = new ArrayList<>();
         final ControlFileSnapshot last;
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "256MiB"))
+        try (LiveDaemon daemon = daemons.launch("journal-kill").in(dir).start("--max-memory", "256MiB"))
         {
             for (int i = 0; i < CLIENTS; i++)
             {
@@ -68,12 +66,11 @@ final class JournalAfterKillTest
             final Path journal = dir.resolve(JournalFileDescriptor.DIRECTORY);
             // Long enough that MR slots have been deregistered and reused: the replay below then sees every
             // step of an MR's life, several times over.
-            ChildJvm.await("both clients freeing and creating MRs, MRs deregistered", WAIT, () -> count(journal,
+            Wait.await("both clients freeing and creating MRs, MRs deregistered", WAIT, () -> count(journal,
                 JournalEventType.FREE) >= 2 * CLIENTS && count(journal, JournalEventType.MR_CREATED) >= 8 * CLIENTS &&
                 count(journal, JournalEventType.MR_DEREGISTERED) >= 4 * CLIENTS);
-            daemon.process.process().destroyForcibly();
-            assertEquals(137, daemon.process.awaitExit(WAIT), "killed by SIGKILL");
-            last = ControlFileSnapshot.read(daemon.ctl);
+            assertEquals(137, daemon.kill(), "killed by SIGKILL");
+            last = daemon.snapshot();
         }
         finally
         {
@@ -84,9 +81,9 @@ final class JournalAfterKillTest
         assertEquals(JournalEventType.DAEMON_STARTED, events.getFirst().type());
         assertEquals(last.header().epoch(), events.getFirst().value(), "the journal is this daemon's");
         assertTrue(events.stream().noneMatch(e -> e.type() == JournalEventType.DAEMON_STOPPED));
-        final Cli.Result printed = Cli.run("events", "--dir", dir.toString());
-        assertEquals(0, printed.exitCode(), printed.output());
-        assertEquals(events.size(), printed.output().lines().count(), "one line per event");
+        final MrdRunner.Result printed = MrdRunner.mrd("events", "--dir", dir.toString());
+        assertEquals(0, printed.exit(), printed::toString);
+        assertEquals(events.size(), printed.out().lines().count(), "one line per event");
 
         // MRs: the journal, replayed slot by slot, is a consistent history (each MR created in a free slot,
         // detached while active, deregistered once detached, with the same range and keys throughout) and ends
@@ -200,21 +197,21 @@ final class JournalAfterKillTest
         assertTrue(disagreements <= CLIENTS * 2, disagreements + " segments disagree");
 
         // mrd start keeps the killed daemon's journal, and mrd events --previous still reads it.
-        final Cli.Result start = Cli.run("start", "--dir", dir.toString(), "--huge-dir", "none", "--max-memory",
-            "256MiB");
-        assertEquals(0, start.exitCode(), start.output());
+        final MrdRunner.Result start = MrdRunner.mrd("start", "--dir", dir.toString(), "--huge-dir", "none",
+            "--max-memory", "256MiB");
+        assertEquals(0, start.exit(), start::toString);
         try
         {
-            final Cli.Result previous = Cli.run("events", "--dir", dir.toString(), "--previous");
-            assertEquals(0, previous.exitCode(), previous.output());
-            assertEquals(printed.output(), previous.output(), "the old journal, unchanged");
+            final MrdRunner.Result previous = MrdRunner.mrd("events", "--dir", dir.toString(), "--previous");
+            assertEquals(0, previous.exit(), previous::toString);
+            assertEquals(printed.out(), previous.out(), "the old journal, unchanged");
             final List<JournalEvent> fresh = read(dir.resolve(JournalFileDescriptor.DIRECTORY));
             assertEquals(JournalEventType.DAEMON_STARTED, fresh.getFirst().type());
             assertTrue(fresh.getFirst().value() != last.header().epoch(), "a new daemon's journal");
         }
         finally
         {
-            assertEquals(0, Cli.run("stop", "--dir", dir.toString()).exitCode());
+            assertEquals(0, MrdRunner.mrd("stop", "--dir", dir.toString()).exit());
         }
         assertTrue(Files.isDirectory(dir.resolve(JournalFileDescriptor.PREVIOUS_DIRECTORY)));
     }

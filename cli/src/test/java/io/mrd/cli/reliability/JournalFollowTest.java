@@ -1,13 +1,13 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.cli.LeftoverDaemon;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.cli.Mrd;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.MrdClient;
 import io.mrd.testing.ChildJvm;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -28,19 +28,16 @@ final class JournalFollowTest
 {
     static final Duration WAIT = Duration.ofSeconds(60);
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
-    @AfterEach
-    void noDaemonLeft()
-    {
-        LeftoverDaemon.kill(dir);
-    }
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("journal-follow");
 
     @Test
     void followPrintsAClientsEventsAsTheyHappenAndEndsWhenTheDaemonStops()
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB");
+        try (LiveDaemon daemon = daemons.launch("journal-follow").in(dir).start("--max-memory", "64MiB");
             ChildJvm follow = follow())
         {
             follow.awaitLine(line -> line.contains("DAEMON_STARTED"), WAIT);
@@ -62,7 +59,7 @@ final class JournalFollowTest
                 " "), WAIT);
             assertTrue(follow.process().isAlive(), "follow runs while the daemon does: " + follow.output());
 
-            assertEquals(0, daemon.terminate(), "the daemon stops on SIGTERM: " + daemon.process.output());
+            assertEquals(0, daemon.terminate(), "the daemon stops on SIGTERM: " + daemon.process().output());
             assertEquals(0, follow.awaitExit(WAIT), "follow ends on the daemon's stop: " + follow.output());
             final List<String> lines = follow.lines();
             assertTrue(lines.getLast().contains("DAEMON_STOPPED"), "the last line: " + follow.output());
@@ -74,7 +71,7 @@ final class JournalFollowTest
     @Test
     void sigintEndsFollowCleanly() throws IOException, InterruptedException
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB");
+        try (LiveDaemon daemon = daemons.launch("journal-follow").in(dir).start("--max-memory", "64MiB");
             ChildJvm follow = follow())
         {
             follow.awaitLine(line -> line.contains("DAEMON_STARTED"), WAIT);

@@ -4,6 +4,7 @@ import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
+import io.mrd.testing.Wait;
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
@@ -76,25 +77,18 @@ final class RawConnection implements AutoCloseable
     RawConnection send(final byte[] bytes)
     {
         final ByteBuffer out = ByteBuffer.wrap(bytes);
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        try
+        Wait.await("the daemon to read " + bytes.length + " bytes", Duration.ofSeconds(10), () ->
         {
-            while (out.hasRemaining() && !writeFailed)
+            try
             {
-                if (channel.write(out) == 0)
-                {
-                    if (System.nanoTime() > deadline)
-                    {
-                        throw new AssertionError("the daemon read nothing of " + bytes.length + " bytes for 10 s");
-                    }
-                    Thread.onSpinWait();
-                }
+                channel.write(out);
             }
-        }
-        catch (final IOException ex)
-        {
-            writeFailed = true;
-        }
+            catch (final IOException ex)
+            {
+                writeFailed = true;
+            }
+            return writeFailed || !out.hasRemaining();
+        });
         return this;
     }
 

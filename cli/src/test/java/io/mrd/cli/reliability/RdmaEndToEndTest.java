@@ -1,5 +1,7 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.cli.rdma.RdmaExchange;
 import io.mrd.cli.rdma.UnboundTransfers;
 import io.mrd.layout.MrdCounter;
@@ -7,11 +9,13 @@ import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrdClient;
 import io.mrd.secondary.verbs.Verbs;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import io.mrd.testing.DeviceQueues;
 import io.mrd.testing.EmulatedDevice;
 import io.mrd.testing.LiveObjects;
 import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -50,8 +54,11 @@ final class RdmaEndToEndTest
     static final Duration WAIT = Duration.ofSeconds(90);
     private static final Pattern NUMBER = Pattern.compile("(\\w+)=(-?\\d+)");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("rdma-e2e");
 
     @TempDir
     Path exchange;
@@ -65,8 +72,8 @@ final class RdmaEndToEndTest
         final long seconds = Long.getLong("mrd.rdma.seconds", 10);
         final Path library = EmulatedDevice.library();
         final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString());
-        try (Daemon daemon = Daemon.start(dir, env, List.of(), SoakTest.with(SoakTest.SLOW_MACHINE,
-                "--provider", "ibverbs", "--max-memory", "512MiB", "--list-size", "128MiB"));
+        try (LiveDaemon daemon = daemons.launch("rdma-e2e").in(dir).env(env).start(SoakTest.with(
+                SoakTest.SLOW_MACHINE, "--provider", "ibverbs", "--max-memory", "512MiB", "--list-size", "128MiB"));
             ChildJvm churn = sidekick(env, "churn", "churn");
             ChildJvm a = peer(env, "peer-a", "peer-b", seconds);
             ChildJvm b = peer(env, "peer-b", "peer-a", seconds);
@@ -76,7 +83,7 @@ final class RdmaEndToEndTest
             churn.awaitLine(l -> l.startsWith("churning"), WAIT);
             a.awaitLine(l -> l.startsWith("connected"), WAIT);
             b.awaitLine(l -> l.startsWith("connected"), WAIT);
-            final long devGenAtStart = daemon.ctl.header().devGen();
+            final long devGenAtStart = daemon.controlFile().header().devGen();
             // the observer's own import counts no object: it reads the device's count
             final Verbs device = observer.verbs();
             unboundTransfers = new UnboundTransfers(device);
@@ -88,9 +95,9 @@ final class RdmaEndToEndTest
             Signals.send(exchange, "churn", "exit");
             final String churned = churn.awaitLine(l -> l.startsWith("churned "), WAIT);
             assertEquals(0, churn.awaitExit(WAIT), churn::output);
-            final long devGenBumps = daemon.ctl.header().devGen() - devGenAtStart;
-            ChildJvm.await("every allocation freed and every MR deregistered", WAIT, () ->
-                daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0);
+            final long devGenBumps = daemon.controlFile().header().devGen() - devGenAtStart;
+            Wait.await("every allocation freed and every MR deregistered", WAIT,
+                () -> daemon.counters(MrdCounter.BYTES_ALLOCATED, MrdCounter.MRS_ACTIVE), LiveDaemon::allZero);
             final LiveObjects atEnd = LiveObjects.of(library, device.context());
             final long unbound = unboundTransfers.read();
             assertEquals(new LiveObjects(1, 0, 0, 0), atEnd, "the device holds the daemon's PD and nothing else");
@@ -137,7 +144,7 @@ final class RdmaEndToEndTest
      * device's total changes under the test's feet.
      */
     private void killAVictimWithWorkInFlight(
-        final Daemon daemon, final Map<String, String> env, final Path library, final Verbs device,
+        final LiveDaemon daemon, final Map<String, String> env, final Path library, final Verbs device,
         final ChildJvm a, final ChildJvm b)
     {
         final int victimId;
@@ -146,7 +153,7 @@ final class RdmaEndToEndTest
         final long wrsA;
         final long wrsB;
         final DeviceQueues withVictim;
-        ChildJvm.await("the peers to move data", WAIT, () -> progress(a) > 1000 && progress(b) > 1000 ||
+        Wait.await("the peers to move data", WAIT, () -> progress(a) > 1000 && progress(b) > 1000 ||
             a.output().contains("\nerror ") || b.output().contains("\nerror "));
         assertMovingData(a, b);
         try (ChildJvm victim = sidekick(env, "victim", "victim"))
@@ -159,7 +166,7 @@ final class RdmaEndToEndTest
                 withVictim + tail(a) + tail(b));
             assertEquals(2, withVictim.qpsOf(victimPid), () -> "the victim's two QPs; victim pid " + victimPid + ", " +
                 withVictim + tail(a) + tail(b));
-            final ControlFileSnapshot before = ControlFileSnapshot.read(daemon.ctl);
+            final ControlFileSnapshot before = daemon.snapshot();
             victimId = before.clients().stream().filter(c -> c.name().equals("victim")).findFirst()
                 .orElseThrow(() -> new AssertionError("victim not in the client table")).id();
             victimBytes = before.lists().stream().flatMap(l -> l.allocations().stream())
@@ -169,15 +176,15 @@ final class RdmaEndToEndTest
             victim.kill();
             assertEquals(137, victim.process().exitValue(), "killed by SIGKILL");
         }
-        ChildJvm.await("the victim's queues destroyed by the daemon", WAIT, () ->
+        Wait.await("the victim's queues destroyed by the daemon", WAIT, () ->
         {
             final DeviceQueues now = DeviceQueues.of(library, device.context());
             return now.cqsOf(victimPid) == 0 && now.qpsOf(victimPid) == 0;
         });
-        ChildJvm.await("the victim's memory freed", WAIT, () -> ControlFileSnapshot.read(daemon.ctl).lists().stream()
+        Wait.await("the victim's memory freed", WAIT, () -> daemon.snapshot().lists().stream()
             .flatMap(l -> l.allocations().stream()).noneMatch(x -> x.owner() == victimId));
         daemon.assertHealthy("after killing the victim");
-        ChildJvm.await("the peers to go on", WAIT, () -> progress(a) > wrsA + 1000 && progress(b) > wrsB + 1000);
+        Wait.await("the peers to go on", WAIT, () -> progress(a) > wrsA + 1000 && progress(b) > wrsB + 1000);
         assertMovingData(a, b);
         System.out.println("FIGURE rdma-e2e victim killed heldBytes=" + victimBytes + " queuesDestroyed=" +
             (withVictim.cqsOf(victimPid) + withVictim.qpsOf(victimPid)) + " peersWrsBefore=" + (wrsA + wrsB) +

@@ -1,9 +1,13 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import io.mrd.tools.ControlFileSnapshot;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -36,8 +40,11 @@ final class SecondaryCrashTest
     private static final Pattern PROGRESS = Pattern.compile("^progress ok=(\\d+) errors=(\\d+)");
     private static final Pattern BUSY = Pattern.compile("busy=([0-9.]+)");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("crash-secondary");
 
     @TempDir
     Path signals;
@@ -48,8 +55,8 @@ final class SecondaryCrashTest
         final long seed = System.nanoTime();
         final Random random = new Random(seed);
         System.out.println("FIGURE crash-secondary seed=" + seed);
-        try (Daemon daemon = Daemon.start(dir, SoakTest.with(SoakTest.SLOW_MACHINE, "--max-memory", "512MiB",
-                "--list-size", "128MiB", "--registration-latency", "3000"));
+        try (LiveDaemon daemon = daemons.launch("crash-secondary").in(dir).start(SoakTest.with(SoakTest.SLOW_MACHINE,
+                "--max-memory", "512MiB", "--list-size", "128MiB", "--registration-latency", "3000"));
             ChildJvm a = secondary("steady", "survivor-a");
             ChildJvm b = secondary("steady", "survivor-b"))
         {
@@ -69,11 +76,11 @@ final class SecondaryCrashTest
                     victim.awaitLine(l -> l.startsWith("churning ops="), WAIT);
                     final long requests = daemon.counter(MrdCounter.REQUESTS);
                     final long more = 30 + random.nextInt(271);
-                    ChildJvm.await("the victim's requests to reach the daemon", WAIT,
+                    Wait.await("the victim's requests to reach the daemon", WAIT,
                         () -> daemon.counter(MrdCounter.REQUESTS) >= requests + more || !victim.process().isAlive());
                     assertTrue(victim.process().isAlive(), () -> name + " died by itself: " + victim.output());
                     // What it holds just before the kill, from the control file (its client id by its name).
-                    final ControlFileSnapshot before = ControlFileSnapshot.read(daemon.ctl);
+                    final ControlFileSnapshot before = daemon.snapshot();
                     final int victimId = before.clients().stream().filter(c -> c.name().equals(name)).findFirst()
                         .orElseThrow(() -> new AssertionError(name + " not in the client table")).id();
                     victimBytes = before.lists().stream().flatMap(l -> l.allocations().stream())
@@ -86,12 +93,12 @@ final class SecondaryCrashTest
                     assertEquals(137, victim.process().exitValue(), "killed by SIGKILL");
                 }
 
-                ChildJvm.await("the victim's connection to be reclaimed", WAIT,
-                    () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 2);
+                Wait.await("the victim's connection to be reclaimed", WAIT,
+                    () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED), connected -> connected == 2);
                 final long holdA = quiesce(a, "survivor-a", round);
                 final long holdB = quiesce(b, "survivor-b", round);
-                ChildJvm.await("allocated bytes back to the survivors' " + (holdA + holdB), WAIT,
-                    () -> daemon.counter(MrdCounter.BYTES_ALLOCATED) == holdA + holdB);
+                Wait.await("allocated bytes back to the survivors' " + (holdA + holdB), WAIT,
+                    () -> daemon.counter(MrdCounter.BYTES_ALLOCATED), allocated -> allocated == holdA + holdB);
                 daemon.assertHealthy("after killing " + name);
                 System.out.println("FIGURE crash-secondary round=" + round + " victimHeldBytes=" + victimBytes +
                     " victimMrs=" + victimMrs + " victimBusy=" + busy + " allocatedAfter=" +
@@ -103,7 +110,7 @@ final class SecondaryCrashTest
                 final int r = round;
                 a.awaitLine(l -> l.startsWith("ack resume " + r), WAIT);
                 b.awaitLine(l -> l.startsWith("ack resume " + r), WAIT);
-                ChildJvm.await("the survivors to go on after " + name, WAIT,
+                Wait.await("the survivors to go on after " + name, WAIT,
                     () -> lastProgress(a) > okA + 100 && lastProgress(b) > okB + 100);
             }
 
@@ -116,7 +123,7 @@ final class SecondaryCrashTest
                 assertTrue(exit.endsWith("errors=0"), exit);
                 System.out.println("FIGURE crash-secondary survivor " + exit);
             }
-            ChildJvm.await("everything released", WAIT, () -> daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 &&
+            Wait.await("everything released", WAIT, () -> daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 &&
                 daemon.counter(MrdCounter.BYTES_PINNED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0 &&
                 daemon.lockedKib() == 0);
             daemon.assertHealthy("at the end");

@@ -1,6 +1,10 @@
 package io.mrd.cli.reliability;
 
-import io.mrd.cli.LeftoverDaemon;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
+import io.mrd.cli.fixture.Proc;
+import io.mrd.layout.sys.ProcMaps;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MemsegListRecord;
@@ -19,10 +23,11 @@ import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.MrdClient;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import io.mrd.testing.Equipment;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
@@ -97,24 +102,21 @@ final class SecurityTest
         "    print(data[:n].hex()); data = data[n:]",
         "print('EOF')");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("security");
 
     @TempDir
     Path scratch;
-
-    @AfterEach
-    void noDaemonLeft()
-    {
-        LeftoverDaemon.kill(dir);
-    }
 
     // ---------------------------------------------------------------------------------------------------------
 
     @Test
     void filesHaveTheirModesAndASecondaryMapsTheControlFileReadOnly() throws IOException
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB");
+        try (LiveDaemon daemon = daemons.launch("security").in(dir).start("--max-memory", "64MiB");
             ChildJvm holder = ChildJvm.start("holder", ReliabilitySecondary.class.getName(),
                 List.of("hold", dir.toString(), "holder", scratch.toString()), Map.of(), crashFlags()))
         {
@@ -132,7 +134,7 @@ final class SecurityTest
             assertTrue(!memory.isEmpty() && memory.stream().allMatch(m -> m.perms().equals("rw-s")), memory::toString);
 
             // A secondary that writes into the control file faults and dies alone.
-            final long epoch = daemon.ctl.header().epoch();
+            final long epoch = daemon.controlFile().header().epoch();
             final int clients = (int)daemon.counter(MrdCounter.CLIENTS_CONNECTED);
             try (ChildJvm scribbler = ChildJvm.start("scribbler", ReliabilitySecondary.class.getName(),
                 List.of("scribble", dir.toString(), "scribbler"), Map.of(), crashFlags()))
@@ -144,9 +146,9 @@ final class SecurityTest
                     scribbler::output);
                 System.out.println("FIGURE security scribbler exit=" + exit + " (SIGSEGV writing the r--s mapping)");
             }
-            assertEquals(epoch, daemon.ctl.header().epoch(), "the control file is unchanged");
-            ChildJvm.await("the scribbler's connection reclaimed", WAIT,
-                () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == clients);
+            assertEquals(epoch, daemon.controlFile().header().epoch(), "the control file is unchanged");
+            Wait.await("the scribbler's connection reclaimed", WAIT,
+                () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED), connected -> connected == clients);
             daemon.assertHealthy("after a secondary wrote to the control file");
             Signals.send(scratch, "holder", "exit");
             assertEquals(0, holder.awaitExit(WAIT), holder::output);
@@ -172,7 +174,8 @@ final class SecurityTest
     @Test
     void createMrForAnyAddressOfTheDaemonOutsideManagedMemoryIsEnxioAndPinsNothing()
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB", "--list-size", "16MiB");
+        try (LiveDaemon daemon = daemons.launch("security").in(dir).start("--max-memory", "64MiB", "--list-size",
+                "16MiB");
             RawConnection client = RawConnection.connect(daemon.socket()))
         {
             hello(client, "outside");
@@ -186,14 +189,14 @@ final class SecurityTest
             // Managed memory: the lists and the external window. Everything else the daemon maps is refused.
             final List<long[]> managed = new ArrayList<>();
             final MemsegListRecord list = new MemsegListRecord();
-            final long segmentSize = daemon.ctl.header().segmentSize();
-            for (int i = 0; i < daemon.ctl.layout().memsegListCount(); i++)
+            final long segmentSize = daemon.controlFile().header().segmentSize();
+            for (int i = 0; i < daemon.controlFile().layout().memsegListCount(); i++)
             {
-                list.wrap(daemon.ctl.buffer(), daemon.ctl.layout().memsegListOffset(i));
+                list.wrap(daemon.controlFile().buffer(), daemon.controlFile().layout().memsegListOffset(i));
                 managed.add(new long[]{list.baseVa(), list.baseVa() + list.segmentCount() * segmentSize});
             }
-            final long externalBase = daemon.ctl.header().externalBase();
-            managed.add(new long[]{externalBase, externalBase + daemon.ctl.header().externalLength()});
+            final long externalBase = daemon.controlFile().header().externalBase();
+            managed.add(new long[]{externalBase, externalBase + daemon.controlFile().header().externalLength()});
 
             final Map<Long, String> targets = new LinkedHashMap<>();
             final Map<String, Integer> kinds = new TreeMap<>();
@@ -262,8 +265,8 @@ final class SecurityTest
     void everyLimitIsACleanErrorAndTheDaemonStaysUp()
     {
         final List<String> seen = new ArrayList<>();
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "16MiB", "--list-size", "16MiB", "--max-clients", "2",
-            "--max-mrs", "3", "--no-mr-ext-memseg", "--max-external", "4MiB"))
+        try (LiveDaemon daemon = daemons.launch("security").in(dir).start("--max-memory", "16MiB", "--list-size",
+            "16MiB", "--max-clients", "2", "--max-mrs", "3", "--no-mr-ext-memseg", "--max-external", "4MiB"))
         {
             try (RawConnection c1 = RawConnection.connect(daemon.socket());
                 RawConnection c2 = RawConnection.connect(daemon.socket()))
@@ -299,13 +302,14 @@ final class SecurityTest
                 assertEquals(ErrorCode.OK, request(c1, 31, new Message.CreateMr(a[3], 64)).status(),
                     "an MR slot is free again");
             }
-            ChildJvm.await("clients reclaimed", WAIT, () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0 &&
-                daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 && daemon.counter(MrdCounter.BYTES_PINNED) == 0);
+            Wait.await("clients reclaimed", WAIT, () -> daemon.counters(MrdCounter.CLIENTS_CONNECTED,
+                MrdCounter.BYTES_ALLOCATED, MrdCounter.BYTES_PINNED), LiveDaemon::allZero);
             daemon.assertHealthy("after the limits");
         }
 
-        LeftoverDaemon.kill(dir);
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "32MiB", "--max-pinned", "4MiB", "--no-mr-ext-memseg");
+        DaemonExtension.killLeftovers(dir);
+        try (LiveDaemon daemon = daemons.launch("security").in(dir).start("--max-memory", "32MiB", "--max-pinned",
+                "4MiB", "--no-mr-ext-memseg");
             RawConnection c = RawConnection.connect(daemon.socket()))
         {
             hello(c, "pinner");
@@ -339,7 +343,8 @@ final class SecurityTest
         final long length = 4 * Sizes.MIB;
         final List<String> seen = new ArrayList<>();
         final List<Integer> fds = new ArrayList<>();
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "32MiB", "--max-external", "16MiB");
+        try (LiveDaemon daemon = daemons.launch("security").in(dir).start("--max-memory", "32MiB", "--max-external",
+                "16MiB");
             MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("sealer")))
         {
             final long lockedBefore = daemon.lockedKib();
@@ -382,7 +387,7 @@ final class SecurityTest
             // and the library's own memfd
             client.deregisterExternal(client.registerExternal(length));
 
-            ChildJvm.await("nothing pinned", WAIT, () -> daemon.counter(MrdCounter.BYTES_PINNED) == 0 &&
+            Wait.await("nothing pinned", WAIT, () -> daemon.counter(MrdCounter.BYTES_PINNED) == 0 &&
                 daemon.lockedKib() == lockedBefore);
             daemon.assertHealthy("after the external registrations");
             System.out.println("FIGURE security sealed external: sealer's ftruncate EPERM, refusals " + seen);
@@ -446,8 +451,9 @@ final class SecurityTest
             assumeTrue(PosixFilePermissions.toString(Files.getPosixFilePermissions(parent)).endsWith("x"),
                 parent + " is not searchable by others");
         }
-        final Cli.Result start = Cli.run("start", "--dir", dir.toString(), "--huge-dir", "none", "--max-memory", "64MiB");
-        assertEquals(0, start.exitCode(), start.toString());
+        final MrdRunner.Result start = MrdRunner.mrd("start", "--dir", dir.toString(), "--huge-dir", "none",
+            "--max-memory", "64MiB");
+        assertEquals(0, start.exit(), start.toString());
         final Path socket = dir.resolve(RunDirectoryPath.SOCKET_FILE);
         try (ControlFile ctl = ControlFile.openReadOnly(dir.resolve(ControlFile.FILE_NAME)))
         {
@@ -472,15 +478,15 @@ final class SecurityTest
             assertTrue(refusal.message().contains("uid " + NOBODY), refusal::message);
             assertEquals(1, ctl.counter(MrdCounter.PEERS_REJECTED));
             assertEquals(0, ctl.counter(MrdCounter.CLIENTS_TOTAL), "nobody never became a client");
-            ChildJvm.await("the refusal in the daemon's log", WAIT, () -> log().contains("uid " + NOBODY + " is refused"));
+            Wait.await("the refusal in the daemon's log", WAIT, () -> log().contains("uid " + NOBODY + " is refused"));
 
-            assertEquals(0, Cli.run("status", "--dir", dir.toString()).exitCode(), "the daemon is still up");
-            assertEquals(0, Cli.run("check", "--dir", dir.toString()).exitCode());
+            assertEquals(0, MrdRunner.mrd("status", "--dir", dir.toString()).exit(), "the daemon is still up");
+            assertEquals(0, MrdRunner.mrd("check", "--dir", dir.toString()).exit());
             System.out.println("FIGURE security foreign uid: ctl read EACCES, connect at 0660 EACCES, at 0666 " +
                 refusal.status() + " (" + refusal.message() + "), peersRejected=" + ctl.counter(MrdCounter.PEERS_REJECTED));
         }
-        final Cli.Result stop = Cli.run("stop", "--dir", dir.toString());
-        assertEquals(0, stop.exitCode(), stop.toString());
+        final MrdRunner.Result stop = MrdRunner.mrd("stop", "--dir", dir.toString());
+        assertEquals(0, stop.exit(), stop.toString());
     }
 
     private String log()

@@ -1,5 +1,7 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
@@ -9,10 +11,12 @@ import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
+import io.mrd.testing.BaseAddresses;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -36,16 +40,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 final class SoakRegressionTest
 {
     private static final long SEGMENT = 2 * Sizes.MIB;
-    /** Far from every other test's addresses: this test maps a memory manager's lists in the test JVM. */
-    private static final long BASE = 0x6E00_0000_0000L;
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("soak-regression");
 
     @Test
     void threadsOfOneClientRecyclingTheSameAddressesNeverLoseTheirMappings()
     {
-        try (Daemon daemon = Daemon.start(dir, "--max-memory", "64MiB");
+        try (LiveDaemon daemon = daemons.launch("soak-regression").in(dir).start("--max-memory", "64MiB");
             ChildJvm recycler = ChildJvm.start("recycler", ReliabilitySecondary.class.getName(),
                 List.of("recycle", dir.toString(), "recycler", "4", "8"), Map.of(),
                 List.of("-XX:ErrorFile=" + dir.resolve("hs_err_pid%p.log"), "-XX:-CreateCoredumpOnCrash")))
@@ -54,8 +59,8 @@ final class SoakRegressionTest
             final String line = recycler.lines().stream().filter(l -> l.startsWith("recycled ")).findFirst()
                 .orElse("(no result line)");
             assertEquals(0, exit, () -> line + "\n" + recycler.output());
-            ChildJvm.await("the recycler's memory released", Duration.ofSeconds(30),
-                () -> daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 && daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0);
+            Wait.await("the recycler's memory released", Duration.ofSeconds(30),
+                () -> daemon.counters(MrdCounter.BYTES_ALLOCATED, MrdCounter.CLIENTS_CONNECTED), LiveDaemon::allZero);
             daemon.assertHealthy("after the recycler");
             System.out.println("FIGURE regression recycle 4 threads x 8 s: " + line);
         }
@@ -67,8 +72,9 @@ final class SoakRegressionTest
         final ControlFileLayout layout = ControlFileLayout.compute(1, 16, 16, 16, 4);
         final UnsafeBuffer control = new UnsafeBuffer(new byte[(int)layout.fileLength()]);
         final MemsegListRecord record = new MemsegListRecord();
+        // This test maps a memory manager's lists in the test JVM: at an address of its own.
         final MemoryManager manager = new MemoryManager(new MemoryConfig(
-            BASE, SEGMENT, 1, 16, dir.resolve("mem"), Optional.empty(), control, layout));
+            BaseAddresses.next(), SEGMENT, 1, 16, dir.resolve("mem"), Optional.empty(), control, layout));
         try
         {
             record.wrap(control, layout.memsegListOffset(0));

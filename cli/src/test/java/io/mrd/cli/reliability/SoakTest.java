@@ -1,9 +1,14 @@
 package io.mrd.cli.reliability;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
+import io.mrd.cli.fixture.Proc;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -46,8 +51,11 @@ final class SoakTest
      */
     static final List<String> SLOW_MACHINE = List.of("--heartbeat-interval", "1000");
 
-    @TempDir
-    Path dir;
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    /** The run directory of this test's daemons. */
+    private final Path dir = daemons.newDirectory("soak");
 
     /**
      * @return {@code first} followed by {@code more}, as {@code mrd start} arguments.
@@ -79,8 +87,8 @@ final class SoakTest
         System.out.println("FIGURE soak seconds=" + seconds + " (mrd.soak.seconds=" +
             System.getProperty("mrd.soak.seconds") + ", MRD_SOAK_SECONDS=" + System.getenv("MRD_SOAK_SECONDS") +
             ") seed=" + seed);
-        try (Daemon daemon = Daemon.start(dir, List.of("-XX:+ExitOnOutOfMemoryError"),
-            with(SLOW_MACHINE, "--max-memory", "1GiB", "--list-size", "256MiB", "--max-external", "1GiB")))
+        try (LiveDaemon daemon = daemons.launch("soak").in(dir).jvmFlags(List.of("-XX:+ExitOnOutOfMemoryError"))
+            .start(with(SLOW_MACHINE, "--max-memory", "1GiB", "--list-size", "256MiB", "--max-external", "1GiB")))
         {
             // Warm-up: one short worker, so that the baseline is taken after the daemon loaded and compiled its
             // request paths and opened what it keeps open.
@@ -128,8 +136,8 @@ final class SoakTest
             assertTrue(allocs > 0 && frees > 0 && externals > 0 && lkeys > 0, results::toString);
 
             awaitQuiet(daemon, "the workers'");
-            ChildJvm.await("the daemon's fds back to their baseline of " + baseFds, Duration.ofSeconds(30),
-                () -> daemon.fdCount() <= baseFds);
+            Wait.await("the daemon's fds back to their baseline of " + baseFds, Duration.ofSeconds(30),
+                daemon::fdCount, fds -> fds <= baseFds);
             final long endFds = daemon.fdCount();
             final long endRss = daemon.rssKib();
             assertTrue(endRss < baseRss + RSS_SLACK_KIB, "daemon RSS " + endRss + " KiB after the soak, baseline " +
@@ -155,7 +163,7 @@ final class SoakTest
      *
      * @return their SOAK-RESULT lines.
      */
-    private List<String> runWorkers(final Daemon daemon, final int count, final int threads, final long seconds,
+    private List<String> runWorkers(final LiveDaemon daemon, final int count, final int threads, final long seconds,
         final long seed)
     {
         final List<ChildJvm> workers = new ArrayList<>();
@@ -179,11 +187,11 @@ final class SoakTest
                 }
                 if (!daemon.isAlive())
                 {
-                    fail("the daemon died during the soak; its output:\n" + daemon.process.output());
+                    fail("the daemon died during the soak; its output:\n" + daemon.process().output());
                 }
-                final Cli.Result check = daemon.check();
+                final MrdRunner.Result check = daemon.check();
                 checks++;
-                if (check.exitCode() != 0)
+                if (check.exit() != 0)
                 {
                     fail("mrd check during the soak (run " + checks + "): " + check);
                 }
@@ -213,15 +221,15 @@ final class SoakTest
     /**
      * Waits until the workers are gone and the daemon has released all they held.
      */
-    static void awaitQuiet(final Daemon daemon, final String whose)
+    static void awaitQuiet(final LiveDaemon daemon, final String whose)
     {
-        ChildJvm.await(whose + " connections closed", Duration.ofSeconds(30),
-            () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED) == 0);
-        ChildJvm.await(whose + " memory, MRs and pins released (allocated " + "/pinned/active/VmLck)",
+        Wait.await(whose + " connections closed", Duration.ofSeconds(30),
+            () -> daemon.counter(MrdCounter.CLIENTS_CONNECTED), connected -> connected == 0);
+        Wait.await(whose + " memory, MRs and pins released (allocated " + "/pinned/active/VmLck)",
             Duration.ofSeconds(30), () -> daemon.counter(MrdCounter.BYTES_ALLOCATED) == 0 &&
                 daemon.counter(MrdCounter.BYTES_PINNED) == 0 && daemon.counter(MrdCounter.MRS_ACTIVE) == 0 &&
                 daemon.lockedKib() == 0);
-        ChildJvm.await(whose + " external mappings removed", Duration.ofSeconds(30),
-            () -> Proc.mapsContaining(daemon.pid(), "memfd:").isEmpty());
+        Wait.await(whose + " external mappings removed", Duration.ofSeconds(30),
+            () -> Proc.mapsContaining(daemon.pid(), "memfd:"), List::isEmpty);
     }
 }

@@ -1,5 +1,7 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.Access;
 import io.mrd.layout.MrdCounter;
 import io.mrd.secondary.MrCache;
@@ -10,8 +12,8 @@ import io.mrd.secondary.pool.PooledBuffer;
 import io.mrd.secondary.pool.SlabMemory;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -27,23 +29,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class BufferPoolDaemonTest
 {
-    private static final long BASE_VIRTADDR = 0x2CC0_0000_0000L;
-
-    private LiveDaemon daemon;
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
-    }
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     @Test
     void pooledBuffersCarryTheDaemonsKeysAndCloseFreesTheSlabs()
     {
-        daemon = LiveDaemon.start("pool", BASE_VIRTADDR, "--max-memory", "128MiB");
+        final LiveDaemon daemon = daemons.start("pool", "--max-memory", "128MiB");
         try (MrdClient client = MrdClient.attach(daemon.dir()))
         {
             final BufferPool pool = BufferPool.open(client, new PoolContext()
@@ -76,13 +68,13 @@ final class BufferPoolDaemonTest
             daemon.awaitSnapshot("the pool's slabs to be freed and deregistered", s ->
                 s.counter(MrdCounter.BYTES_ALLOCATED) == 0 && s.mrs().isEmpty());
         }
-        daemon.assertCheckPasses();
+        daemon.assertHealthy("after the pool's close");
     }
 
     @Test
     void aProcessKilledWhileItsPoolHoldsMemoryLosesItToTheDaemon()
     {
-        daemon = LiveDaemon.start("pool-kill", BASE_VIRTADDR + 0x40_0000_0000L, "--max-memory", "128MiB");
+        final LiveDaemon daemon = daemons.start("pool-kill", "--max-memory", "128MiB");
         try (ChildJvm holder = ChildJvm.start("pool-holder", PoolHolder.class, List.of(daemon.dir().toString())))
         {
             final String line = holder.awaitLine(l -> l.startsWith("pool holding "), LiveDaemon.TIMEOUT);
@@ -94,6 +86,6 @@ final class BufferPoolDaemonTest
             daemon.awaitSnapshot("the killed holder's memory to be freed", s ->
                 s.counter(MrdCounter.BYTES_ALLOCATED) == 0 && s.mrs().isEmpty() && s.clients().isEmpty());
         }
-        daemon.assertCheckPasses();
+        daemon.assertHealthy("after the holder's kill");
     }
 }

@@ -1,12 +1,13 @@
 package io.mrd.cli.secondaries;
 
-import io.mrd.cli.secondaries.LiveDaemon.Secondary;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.List;
 
@@ -20,24 +21,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class LookupErrorsTest
 {
-    private static final long BASE_VIRTADDR = 0x2B10_0000_0000L;
     private static final long MIB = Sizes.MIB;
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     private LiveDaemon daemon;
 
     @BeforeEach
     void startDaemon()
     {
-        daemon = LiveDaemon.start("lookup-errors", BASE_VIRTADDR, "--max-memory", "128MiB");
-    }
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
+        daemon = daemons.start("lookup-errors", "--max-memory", "128MiB");
     }
 
     /**
@@ -48,7 +42,7 @@ final class LookupErrorsTest
     void bufferStraddlingTwoMrsIsRefusedWithAMessage()
     {
         final String checked = daemon.syncFile("checked").toString();
-        final Secondary secondary = daemon.secondary("straddler",
+        final Secondary secondary = Secondary.start(daemon, "straddler",
             "attach",
             "alloc a 4MiB #a",
             "lkey a 64 #a-lkey",
@@ -98,7 +92,7 @@ final class LookupErrorsTest
     {
         final long externalBase = daemon.snapshot().header().externalBase();
         final String checked = daemon.syncFile("checked").toString();
-        final Secondary secondary = daemon.secondary("outsider",
+        final Secondary secondary = Secondary.start(daemon, "outsider",
             "attach",
             "lkey 0x10000 64 #low",
             "alloc a 2MiB #a",

@@ -1,10 +1,12 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.util.List;
@@ -22,27 +24,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class NettyReadmeExampleTest
 {
-    private static final long BASE_VIRTADDR = 0x2D40_0000_0000L;
     static final String SOURCE = "cli/src/test/java/io/mrd/cli/secondaries/NettyReadmeExample.java";
     static final String README_BEGIN = "<!-- example:NettyReadmeExample -->";
     private static final Pattern OUTPUT =
         Pattern.compile("read 23 bytes at 0x([0-9a-f]+) lkey 0x([0-9a-f]+) rkey 0x([0-9a-f]+)");
 
-    private LiveDaemon daemon;
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
-    }
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     @Test
     void exampleReadsRegisteredBuffersWithTheirKeys()
     {
-        daemon = LiveDaemon.start("netty-readme", BASE_VIRTADDR, "--max-memory", "128MiB");
+        final LiveDaemon daemon = daemons.start("netty-readme", "--max-memory", "128MiB");
         final String output;
         try (ChildJvm example = ChildJvm.start("netty-readme-example", NettyReadmeExample.class,
             List.of(daemon.dir().toString())))
@@ -54,7 +47,7 @@ final class NettyReadmeExampleTest
         final Matcher matcher = OUTPUT.matcher(output);
         assertTrue(matcher.find(), "the example prints what it read and its keys:\n" + output);
         final long address = Long.parseUnsignedLong(matcher.group(1), 16);
-        assertTrue(address >= BASE_VIRTADDR && address < BASE_VIRTADDR + (128L << 20),
+        assertTrue(address >= daemon.baseVirtaddr() && address < daemon.baseVirtaddr() + (128L << 20),
             "the buffer is the daemon's memory: 0x" + matcher.group(1));
         assertNotEquals("0", matcher.group(3), "REMOTE_WRITE: an rkey");
         final ControlFileSnapshot s = daemon.awaitSnapshot("the example's pool to be freed", snapshot ->

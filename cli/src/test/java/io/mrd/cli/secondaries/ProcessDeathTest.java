@@ -1,14 +1,16 @@
 package io.mrd.cli.secondaries;
 
-import io.mrd.cli.secondaries.LiveDaemon.Secondary;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.file.Files;
 import java.util.List;
@@ -25,31 +27,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class ProcessDeathTest
 {
-    private static final long BASE_VIRTADDR = 0x2B20_0000_0000L;
     /** The bound on noticing a dead daemon (the client's watchdog: 100 ms period, 1 s stale limit). */
     private static final long DETECTION_LIMIT_MS = 2_000;
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     private LiveDaemon daemon;
 
     @BeforeEach
     void startDaemon()
     {
-        daemon = LiveDaemon.start("death", BASE_VIRTADDR, "--max-memory", "128MiB");
-    }
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
+        daemon = daemons.start("death", "--max-memory", "128MiB");
     }
 
     @Test
     void killedSecondarysMemoryIsReclaimed()
     {
-        final Secondary victim = daemon.secondary("victim",
+        final Secondary victim = Secondary.start(daemon, "victim",
             "attach name=victim",
             "alloc a 8MiB",
             "alloc b 4MiB",
@@ -57,7 +52,7 @@ final class ProcessDeathTest
             "lkey b+1MiB 64 #b",
             "signal " + daemon.syncFile("victim-ready"),
             "await " + daemon.syncFile("never") + " 0");
-        final Secondary survivor = daemon.secondary("survivor",
+        final Secondary survivor = Secondary.start(daemon, "survivor",
             "attach name=survivor",
             "await " + daemon.syncFile("victim-ready"),
             "alloc s 2MiB #alloc",
@@ -91,7 +86,7 @@ final class ProcessDeathTest
             }
         }
         assertTrue(after.counter(MrdCounter.MRS_DEREGISTERED) >= 1, "the victim's MR was deregistered");
-        daemon.assertCheckPasses();
+        daemon.assertHealthy("after the victim's reclaim");
 
         daemon.signal("victim-gone");
         assertEquals(survivorLkey, survivor.awaitOk("s-again").get("lkey"), "the survivor's MR is untouched");
@@ -100,10 +95,10 @@ final class ProcessDeathTest
 
         daemon.awaitSnapshot("every byte back", s ->
             s.counter(MrdCounter.BYTES_ALLOCATED) == 0 && s.mrs().isEmpty() && s.clients().isEmpty());
-        final LiveDaemon.Outcome status = daemon.mrd("status");
-        assertEquals(0, status.exitCode(), status.output());
-        assertTrue(status.output().contains("0B in use"), status.output());
-        daemon.assertCheckPasses();
+        final MrdRunner.Result status = daemon.mrdProcess("status");
+        assertEquals(0, status.exit(), status::toString);
+        assertTrue(status.both().contains("0B in use"), status::toString);
+        daemon.assertHealthy("with every byte back");
     }
 
     /**
@@ -114,14 +109,14 @@ final class ProcessDeathTest
     void afterTheDaemonIsKilledTheNextSlowPathLookupSaysItIsDead()
     {
         final String killed = daemon.syncFile("killed").toString();
-        final Secondary looper = daemon.secondary("looper",
+        final Secondary looper = Secondary.start(daemon, "looper",
             "attach name=looper",
             "alloc a 2MiB",
             "lkey a 64 #a",
             "signal " + daemon.syncFile("looper-ready"),
             "loop-lkey a 64 60000 #loop",
             "lkey a 64 #after");
-        final Secondary prober = daemon.secondary("prober",
+        final Secondary prober = Secondary.start(daemon, "prober",
             "attach name=prober",
             "await " + daemon.syncFile("looper-ready"),
             "alloc b 2MiB #b",
@@ -140,7 +135,7 @@ final class ProcessDeathTest
             LiveDaemon.describe(s));
 
         final long killedAtMs = System.currentTimeMillis();
-        daemon.killDaemon();
+        daemon.kill();
         daemon.signal("killed");
 
         final Result loop = looper.await("loop");
@@ -175,13 +170,13 @@ final class ProcessDeathTest
     @Test
     void aHungDaemonIsDeclaredDeadByItsHeartbeatWithinTwoSeconds() throws Exception
     {
-        final Secondary looper = daemon.secondary("looper",
+        final Secondary looper = Secondary.start(daemon, "looper",
             "attach name=looper",
             "alloc a 2MiB",
             "lkey a 64 #a",
             "signal " + daemon.syncFile("looper-ready"),
             "loop-lkey a 64 60000 #loop");
-        final Secondary prober = daemon.secondary("prober",
+        final Secondary prober = Secondary.start(daemon, "prober",
             "attach name=prober",
             "await " + daemon.syncFile("looper-ready"),
             "alloc b 2MiB #b",
@@ -194,8 +189,7 @@ final class ProcessDeathTest
         try
         {
             final long frozenAtMs = System.currentTimeMillis();
-            final Process stop = new ProcessBuilder("kill", "-STOP", String.valueOf(daemonPid)).inheritIO().start();
-            assertEquals(0, stop.waitFor(), "kill -STOP " + daemonPid);
+            daemon.freeze();
             daemon.signal("frozen");
 
             final Result loop = looper.await("loop");
@@ -215,7 +209,7 @@ final class ProcessDeathTest
         finally
         {
             // SIGKILL ends a stopped process too; the SIGTERM of the cleanup would wait for a SIGCONT.
-            daemon.killDaemon();
+            daemon.kill();
         }
         looper.awaitDone();
         prober.awaitDone();
@@ -224,7 +218,7 @@ final class ProcessDeathTest
     @Test
     void requestsToAStoppedDaemonFailAtOnceWithAClearError()
     {
-        final Secondary client = daemon.secondary("client",
+        final Secondary client = Secondary.start(daemon, "client",
             "attach name=client",
             "alloc a 2MiB",
             "lkey a 64 #a",
@@ -236,8 +230,8 @@ final class ProcessDeathTest
         client.awaitOk("a");
         client.awaitOk("ready");
 
-        final LiveDaemon.Outcome stop = daemon.mrd("stop");
-        assertEquals(0, stop.exitCode(), "mrd stop with a client attached:\n" + stop.output());
+        final MrdRunner.Result stop = daemon.mrdProcess("stop");
+        assertEquals(0, stop.exit(), () -> "mrd stop with a client attached:\n" + stop);
         // mrd stop sends SIGTERM: the JVM exits with 128 + 15 after the daemon's shutdown hook has run.
         final int exit = daemon.process().awaitExit(LiveDaemon.TIMEOUT);
         assertEquals(0, exit, "a stopped daemon exits 0");
@@ -253,7 +247,7 @@ final class ProcessDeathTest
         client.awaitDone();
 
         // A client attaching after the stop is refused at once, told what to do.
-        final Secondary late = daemon.secondary("late", "attach #attach");
+        final Secondary late = Secondary.start(daemon, "late", "attach #attach");
         final Result refused = late.awaitError("attach", "ECONNREFUSED");
         assertTrue(refused.message().contains("no daemon running in " + daemon.dir()), refused.toString());
         assertTrue(refused.message().contains("mrd start --dir " + daemon.dir()), refused.toString());

@@ -1,10 +1,12 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
 import io.mrd.testing.EmulatedDevice;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.util.List;
@@ -19,26 +21,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class RdmaReadmeExampleTest
 {
-    private static final long BASE_VIRTADDR = 0x2B80_0000_0000L;
     static final String SOURCE = "cli/src/test/java/io/mrd/cli/secondaries/RdmaReadmeExample.java";
     static final String README_BEGIN = "<!-- example:RdmaReadmeExample -->";
 
-    private LiveDaemon daemon;
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
-    }
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     @Test
     void exampleMovesBytesWithMrdsKeysOnTheEmulatedDevice()
     {
         final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, EmulatedDevice.library().toString());
-        daemon = LiveDaemon.start("rdma-readme", BASE_VIRTADDR, env, "--max-memory", "128MiB", "--provider",
+        final LiveDaemon daemon = daemons.launch("rdma-readme").env(env).start("--max-memory", "128MiB", "--provider",
             "ibverbs");
         final String output;
         try (ChildJvm example = ChildJvm.start("rdma-readme-example", RdmaReadmeExample.class.getName(),

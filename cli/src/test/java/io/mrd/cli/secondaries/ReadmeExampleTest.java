@@ -1,12 +1,14 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.cli.ProjectRoot;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.testing.ChildJvm;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -28,7 +30,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class ReadmeExampleTest
 {
-    private static final long BASE_VIRTADDR = 0x2B40_0000_0000L;
     static final String SOURCE = "examples/src/main/java/com/example/ReadmeExample.java";
     private static final String EXAMPLES_POM = "examples/pom.xml";
     static final String BEGIN = "// README-BEGIN";
@@ -37,21 +38,13 @@ final class ReadmeExampleTest
     static final String README_END = "<!-- /example -->";
     private static final Pattern OUTPUT = Pattern.compile("buffer 0x([0-9a-f]+) lkey 0x([0-9a-f]+)");
 
-    private LiveDaemon daemon;
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
-    }
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     @Test
     void exampleRunsAgainstARealDaemon()
     {
-        daemon = LiveDaemon.start("readme", BASE_VIRTADDR, "--max-memory", "128MiB");
+        final LiveDaemon daemon = daemons.start("readme", "--max-memory", "128MiB");
         final String output;
         // The one copy of the example is examples/' (a project of its own, outside this build): java's
         // source-file mode compiles it against this class path, as examples/run does against the installed jars.
@@ -68,7 +61,7 @@ final class ReadmeExampleTest
         final long address = Long.parseUnsignedLong(matcher.group(1), 16);
         final ControlFileSnapshot s = daemon.awaitSnapshot("the example's memory to be freed", snapshot ->
             snapshot.counter(MrdCounter.BYTES_ALLOCATED) == 0 && snapshot.mrs().isEmpty());
-        assertEquals(BASE_VIRTADDR + 4096, address, "the first allocation starts at --base-virtaddr");
+        assertEquals(daemon.baseVirtaddr() + 4096, address, "the first allocation starts at --base-virtaddr");
         assertEquals(1L, s.counter(MrdCounter.MRS_CREATED), "its lookup registered one MR");
         assertEquals(1L, s.counter(MrdCounter.MRS_DEREGISTERED), "its free deregistered it");
         assertEquals(1L, s.counter(MrdCounter.FREES), "it freed its memory itself: " + Sizes.hex(address));

@@ -1,15 +1,17 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import io.mrd.cli.secondaries.LiveDaemon.Secondary;
 import io.mrd.cli.secondaries.SecondaryDriver.Result;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -32,24 +34,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class SharedMrTest
 {
-    private static final long BASE_VIRTADDR = 0x2B00_0000_0000L;
     private static final long MIB = Sizes.MIB;
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     private LiveDaemon daemon;
 
     @BeforeEach
     void startDaemon()
     {
-        daemon = LiveDaemon.start("shared-mr", BASE_VIRTADDR, "--max-memory", "256MiB");
-    }
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
+        daemon = daemons.start("shared-mr", "--max-memory", "256MiB");
     }
 
     @Test
@@ -57,14 +52,14 @@ final class SharedMrTest
     {
         final String a = daemon.syncFile("a").toString();
         final String checked = daemon.syncFile("checked").toString();
-        final Secondary owner = daemon.secondary("owner",
+        final Secondary owner = Secondary.start(daemon, "owner",
             "attach name=owner",
             "alloc a 8MiB #alloc",
             "lkey a+4096 1024 #lkey",
             "publish a " + a,
             "await " + checked,
             "close");
-        final Secondary other = daemon.secondary("other",
+        final Secondary other = Secondary.start(daemon, "other",
             "attach name=other",
             "import a " + a,
             "lkey a+4096 1024 #lkey",
@@ -96,9 +91,9 @@ final class SharedMrTest
         assertEquals(address + 8 * MIB, active.getFirst().end(), LiveDaemon.describe(s));
 
         // A third witness that maps nothing: the mrd tool reading the global cache.
-        final LiveDaemon.Outcome lookup = daemon.mrd("lookup", Sizes.hex(address + 6 * MIB));
-        assertEquals(0, lookup.exitCode(), lookup.output());
-        assertTrue(lookup.output().contains("lkey " + ownerLkey.get("lkey")), lookup.output());
+        final MrdRunner.Result lookup = daemon.mrdProcess("lookup", Sizes.hex(address + 6 * MIB));
+        assertEquals(0, lookup.exit(), lookup::toString);
+        assertTrue(lookup.both().contains("lkey " + ownerLkey.get("lkey")), lookup::toString);
 
         daemon.signal("checked");
         owner.awaitDone();
@@ -118,7 +113,7 @@ final class SharedMrTest
         // The other secondary's lookups of the freed range happen before the owner allocates it again.
         final String looked = daemon.syncFile("looked").toString();
         final String done = daemon.syncFile("done").toString();
-        final Secondary owner = daemon.secondary("owner",
+        final Secondary owner = Secondary.start(daemon, "owner",
             "attach name=owner",
             "alloc a 4MiB #alloc",
             "publish a " + a,
@@ -133,7 +128,7 @@ final class SharedMrTest
             "publish b " + b,
             "await " + done,
             "close");
-        final Secondary other = daemon.secondary("other",
+        final Secondary other = Secondary.start(daemon, "other",
             "attach name=other",
             "import a " + a,
             "lkey a 64 #before",
@@ -214,7 +209,7 @@ final class SharedMrTest
             commands.add(race);
             commands.add("await " + daemon.syncFile("checked"));
             commands.add("close");
-            secondaries.add(daemon.secondary("racer-" + i, commands.toArray(String[]::new)));
+            secondaries.add(Secondary.start(daemon, "racer-" + i, commands.toArray(String[]::new)));
         }
         final Secondary owner = secondaries.getFirst();
         final Map<String, Long> chunkStart = new HashMap<>();
@@ -266,14 +261,14 @@ final class SharedMrTest
         }
 
         // What an operator sees: mrd dump --json, from another process.
-        final LiveDaemon.Outcome dump = daemon.mrd("dump", "--json");
-        assertEquals(0, dump.exitCode(), dump.output());
-        final JsonNode mrs = new ObjectMapper().readTree(dump.output()).get("mrs");
+        final MrdRunner.Result dump = daemon.mrdProcess("dump", "--json");
+        assertEquals(0, dump.exit(), dump::toString);
+        final JsonNode mrs = new ObjectMapper().readTree(dump.out()).get("mrs");
         final Set<String> dumped = new HashSet<>();
         mrs.forEach(mr -> dumped.add(mr.get("state").asText() + " " + mr.get("lkey").asText()));
         assertEquals(lkeysByChunk.values().stream().flatMap(Set::stream).map(k -> "ACTIVE " + k)
-            .collect(Collectors.toSet()), dumped, dump.output());
-        daemon.assertCheckPasses();
+            .collect(Collectors.toSet()), dumped, dump::toString);
+        daemon.assertHealthy("after the concurrent creates");
 
         daemon.signal("checked");
         secondaries.forEach(Secondary::awaitDone);

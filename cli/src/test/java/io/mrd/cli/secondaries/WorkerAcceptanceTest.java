@@ -1,12 +1,14 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.MrdCounter;
 import io.mrd.testing.ChildJvm;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -22,9 +24,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class WorkerAcceptanceTest
 {
-    private static final long BASE_VIRTADDR = 0x2B30_0000_0000L;
     private static final List<String> KEYS =
         List.of("lookups", "nsPerLookup", "createRequests", "globalHits", "localHits", "flushes", "errors");
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     private LiveDaemon daemon;
 
@@ -32,16 +36,7 @@ final class WorkerAcceptanceTest
     void startDaemon()
     {
         // Two workers of 256MiB each: 512MiB, in lists of 256MiB that each hold one worker's eight 32MiB parts.
-        daemon = LiveDaemon.start("worker", BASE_VIRTADDR, "--max-memory", "512MiB", "--list-size", "256MiB");
-    }
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
+        daemon = daemons.start("worker", "--max-memory", "512MiB", "--list-size", "256MiB");
     }
 
     @Test
@@ -58,7 +53,7 @@ final class WorkerAcceptanceTest
 
         daemon.awaitSnapshot("the workers' memory to be freed", s ->
             s.counter(MrdCounter.BYTES_ALLOCATED) == 0 && s.mrs().isEmpty() && s.clients().isEmpty());
-        daemon.assertCheckPasses();
+        daemon.assertHealthy("after the workers");
     }
 
     private ChildJvm startWorker(final String name)

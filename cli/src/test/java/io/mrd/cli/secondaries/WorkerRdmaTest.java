@@ -1,12 +1,14 @@
 package io.mrd.cli.secondaries;
 
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.cli.Mrd;
 import io.mrd.testing.ChildJvm;
 import io.mrd.testing.EmulatedDevice;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Path;
@@ -24,27 +26,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 final class WorkerRdmaTest
 {
-    private static final long BASE_VIRTADDR = 0x2BC0_0000_0000L;
-
     @TempDir
     Path exchange;
 
-    private LiveDaemon daemon;
-
-    @AfterEach
-    void stopDaemon()
-    {
-        if (null != daemon)
-        {
-            daemon.close();
-        }
-    }
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
 
     @Test
     void twoWorkersRdmaWriteIntoEachOthersBuffersAndSayWhatTheyChecked() throws Exception
     {
         final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, EmulatedDevice.library().toString());
-        daemon = LiveDaemon.start("worker-rdma", BASE_VIRTADDR, env, "--max-memory", "128MiB", "--provider", "ibverbs");
+        final LiveDaemon daemon = daemons.launch("worker-rdma").env(env).start("--max-memory", "128MiB", "--provider",
+            "ibverbs");
         final List<ChildJvm> workers = new ArrayList<>();
         try
         {
@@ -79,7 +72,7 @@ final class WorkerRdmaTest
     @Test
     void aSoftDaemonHasNoDeviceToShare()
     {
-        daemon = LiveDaemon.start("worker-rdma-soft", BASE_VIRTADDR + 0x10_0000_0000L, "--max-memory", "64MiB");
+        final LiveDaemon daemon = daemons.start("worker-rdma-soft", "--max-memory", "64MiB");
         try (ChildJvm worker = ChildJvm.start("worker-soft", Mrd.class.getName(), List.of("worker", "--dir",
             daemon.dir().toString(), "--alloc", "2MiB", "--name", "a", "--rdma-peer", "b", "--rdma-exchange",
             exchange.toString()), Map.of(), List.of()))

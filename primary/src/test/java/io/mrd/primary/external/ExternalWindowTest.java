@@ -3,6 +3,7 @@ package io.mrd.primary.external;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -18,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ExternalWindowTest
 {
     /** Where the server tests' fourth class would place its window (clear of every other test's memory). */
-    private static final long WINDOW = 0x2000_0000_0000L + 64 * 0x100_0000_0000L + 0x40_0000_0000L;
+    private static final long WINDOW = BaseAddresses.next();
 
     @Test
     void externalWindowIsFirstFitInTwoMebibyteGranules()

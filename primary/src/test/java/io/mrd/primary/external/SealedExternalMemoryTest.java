@@ -9,7 +9,8 @@ import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.TestContexts;
-import io.mrd.testing.ChildJvm;
+import io.mrd.testing.BaseAddresses;
+import io.mrd.testing.Wait;
 import io.mrd.testing.Equipment;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.Invariants;
@@ -35,7 +36,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * REG_EXTERNAL's file is sealed against resizing before it is checked and pinned ({@link ExternalFile}), and
@@ -53,8 +53,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class SealedExternalMemoryTest
 {
     /** Clear of every other primary test's bases (memory 0+, EngineFixture 40+, ServerFixture 60+ TiB). */
-    private static final long BASE = 0x2000_0000_0000L + 72 * 0x100_0000_0000L;
-    private static final long WINDOW = BASE + 0x40_0000_0000L;
+    private static final long BASE = BaseAddresses.next();
+    private static final long WINDOW = BaseAddresses.next();
     private static final long WINDOW_LENGTH = 64 * Sizes.MIB;
     private static final long LENGTH = 4 * Sizes.MIB;
     private static final int OWNER = 7;
@@ -183,7 +183,7 @@ class SealedExternalMemoryTest
         final int passed = reopen(memfd, Posix.O_RDWR);
         final CompletableFuture<MrEntry> registration =
             CompletableFuture.supplyAsync(() -> external.register(LENGTH, passed, OWNER, Access.LOCAL));
-        ChildJvm.await("the registration past its checks, mapped and waiting in the provider", WAIT, () ->
+        Wait.await("the registration past its checks, mapped and waiting in the provider", WAIT, () ->
             external.bytesInUse() > 0 || registration.isDone());
         assertFalse(registration.isDone(), "the registration is still before its pinning");
         assertEquals(0, daemon.counters().get(MrdCounter.BYTES_PINNED).get(), "nothing pinned yet");

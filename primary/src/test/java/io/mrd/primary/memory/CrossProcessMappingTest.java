@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.BaseAddresses;
 import io.mrd.testing.TestDirs;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
@@ -26,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class CrossProcessMappingTest
 {
-    private static final long BASE = MemoryFixture.base(3);
+    private static final long BASE = BaseAddresses.next();
     private static final int SEGMENTS = 8;
 
     @Test

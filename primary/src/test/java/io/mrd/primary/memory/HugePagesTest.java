@@ -1,5 +1,6 @@
 package io.mrd.primary.memory;
 
+import io.mrd.testing.BaseAddresses;
 import io.mrd.testing.Equipment;
 import io.mrd.testing.TestDirs;
 import io.mrd.layout.ErrorCode;
@@ -29,7 +30,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class HugePagesTest
 {
-    private static final long BASE = MemoryFixture.base(4);
+    private static final long BASE = BaseAddresses.next();
 
     @Test
     void mountsAreParsedWithTheirPageSizes()

@@ -21,14 +21,6 @@ final class MemoryFixture implements AutoCloseable
 {
     static final long SEGMENT = 2 * MIB;
 
-    /**
-     * Test classes use bases 1 TiB apart, so that no two can collide even if a failed one leaked a reservation.
-     */
-    static long base(final int testClass)
-    {
-        return 0x2000_0000_0000L + testClass * 0x100_0000_0000L;
-    }
-
     final Path dir;
     final ControlFileLayout layout;
     final UnsafeBuffer control;

@@ -3,6 +3,7 @@ package io.mrd.primary.memory;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.testing.BaseAddresses;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -23,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  */
 class MemoryManagerPropertyTest
 {
-    private static final long BASE = MemoryFixture.base(2);
+    private static final long BASE = BaseAddresses.next();
     private static final int LISTS = 2;
     private static final int SEGMENTS = 16;
 

@@ -6,6 +6,7 @@ import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -25,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class MemoryManagerTest
 {
-    private static final long BASE = MemoryFixture.base(1);
+    private static final long BASE = BaseAddresses.next();
     private static final long STRIDE_8 = MemoryManager.listStride(8, SEGMENT);
 
     @Test

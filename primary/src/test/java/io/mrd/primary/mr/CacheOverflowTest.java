@@ -4,6 +4,7 @@ import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.Allocation;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -25,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class CacheOverflowTest
 {
-    private static final long BASE = EngineFixture.base(2);
+    private static final long BASE = BaseAddresses.next();
     private static final long SEG = 64 * Sizes.KIB;
     private static final int MRS = 100;
     private static final int UNREGISTERED = 5;

@@ -4,6 +4,7 @@ import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdCounter;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.provider.ProviderConfig;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -32,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ConcurrentCreateTest
 {
-    private static final long BASE = EngineFixture.base(1);
+    private static final long BASE = BaseAddresses.next();
     private static final int THREADS = 8;
     private static final int ROUNDS = 6;
     private static final int ALLOCATIONS = 3;

@@ -58,15 +58,6 @@ final class EngineFixture implements AutoCloseable
     static final long SEGMENT = 2 * Sizes.MIB;
 
     /**
-     * Test classes use bases 1 TiB apart (clear of the memory package's tests), so that no two can collide even
-     * if a failed one leaked a reservation.
-     */
-    static long base(final int testClass)
-    {
-        return 0x2000_0000_0000L + (40 + testClass) * 0x100_0000_0000L;
-    }
-
-    /**
      * What an engine is built with; defaults: 2 lists of 16 segments of 2 MiB, 64 MRs, 1024 cache entries,
      * {@code --mr-ext-memseg}, the soft provider without limits.
      */

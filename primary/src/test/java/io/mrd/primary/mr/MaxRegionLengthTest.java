@@ -4,6 +4,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.primary.memory.Allocation;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
@@ -18,7 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class MaxRegionLengthTest
 {
-    private static final long BASE = EngineFixture.base(6);
+    private static final long BASE = BaseAddresses.next();
     private static final long SEG = EngineFixture.SEGMENT;
 
     @Test

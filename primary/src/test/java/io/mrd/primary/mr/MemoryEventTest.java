@@ -8,6 +8,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.memory.MemoryLocks;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
@@ -29,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class MemoryEventTest
 {
-    private static final long BASE = EngineFixture.base(4);
+    private static final long BASE = BaseAddresses.next();
     private static final long SEG = EngineFixture.SEGMENT;
     private static final long DEADLINE_SECONDS = 30;
 
@@ -318,7 +319,7 @@ class MemoryEventTest
                             request.completeExceptionally(t);
                         }
                     });
-                    io.mrd.testing.ChildJvm.await("the client's request detached the second external",
+                    io.mrd.testing.Wait.await("the client's request detached the second external",
                         java.time.Duration.ofSeconds(DEADLINE_SECONDS),
                         () -> request.isDone() || !f.engine.externalsOwnedBy(2).contains(ext2.address()));
                 }

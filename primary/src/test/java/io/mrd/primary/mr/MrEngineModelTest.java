@@ -9,6 +9,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
+import io.mrd.testing.BaseAddresses;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -56,7 +57,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class MrEngineModelTest
 {
-    private static final long BASE = EngineFixture.base(0);
+    private static final long BASE = BaseAddresses.next();
     private static final int LISTS = 2;
     private static final int SEGMENTS = 16;
     private static final long SEG = EngineFixture.SEGMENT;

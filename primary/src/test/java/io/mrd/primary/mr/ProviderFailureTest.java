@@ -8,6 +8,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.provider.ProviderConfig;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -25,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ProviderFailureTest
 {
-    private static final long BASE = EngineFixture.base(3);
+    private static final long BASE = BaseAddresses.next();
     private static final long SEG = EngineFixture.SEGMENT;
 
     /**

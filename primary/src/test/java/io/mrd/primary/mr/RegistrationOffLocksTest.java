@@ -6,13 +6,17 @@ import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.MemoryLocks;
+import io.mrd.testing.BaseAddresses;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -43,7 +47,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  */
 class RegistrationOffLocksTest
 {
-    private static final long BASE = EngineFixture.base(5);
+    private static final long BASE = BaseAddresses.next();
     private static final long SEG = EngineFixture.SEGMENT;
     private static final long DEADLINE_SECONDS = 30;
     private static final int OTHER = Access.LOCAL_WRITE | Access.REMOTE_READ;
@@ -258,24 +262,32 @@ class RegistrationOffLocksTest
      * Waits until the thread running {@code task} (found by the engine method in its stack) is parked, and
      * checks that the task has not completed: it is waiting, not merely slow.
      */
-    private static Thread awaitParkedThread(final String method, final Future<?> task) throws InterruptedException
+    private static Thread awaitParkedThread(final String method, final Future<?> task)
     {
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
-        while (System.nanoTime() < deadline)
+        final Thread parked = Wait.await(method + " to park", Duration.ofSeconds(DEADLINE_SECONDS), () ->
         {
-            for (final Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet())
-            {
-                final Thread.State state = e.getKey().getState();
-                if ((state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING) && inEngine(e.getValue(), method))
-                {
-                    assertFalse(task.isDone(), method + " completed although it should wait");
-                    return e.getKey();
-                }
-            }
             assertFalse(task.isDone(), method + " completed although it should wait");
-            Thread.sleep(1);
+            return parkedIn(method);
+        }, Optional::isPresent).orElseThrow();
+        assertFalse(task.isDone(), method + " completed although it should wait");
+        return parked;
+    }
+
+    /**
+     * @return a thread parked in the engine's {@code method}, if there is one now.
+     */
+    private static Optional<Thread> parkedIn(final String method)
+    {
+        for (final Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet())
+        {
+            final Thread.State state = e.getKey().getState();
+            if ((state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING) &&
+                inEngine(e.getValue(), method))
+            {
+                return Optional.of(e.getKey());
+            }
         }
-        return fail(method + " never parked");
+        return Optional.empty();
     }
 
     private static boolean inEngine(final StackTraceElement[] stack, final String method)

@@ -9,6 +9,7 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -32,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class CachedCreateTest
 {
-    private static final long BASE = ServerFixture.base(9);
+    private static final long BASE = BaseAddresses.next();
 
     @TempDir
     Path dir;

@@ -5,6 +5,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -33,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ConcurrencyTest
 {
-    private static final long BASE = ServerFixture.base(5);
+    private static final long BASE = BaseAddresses.next();
 
     @TempDir
     Path dir;

@@ -15,6 +15,7 @@ import io.mrd.secondary.verbs.QpCaps;
 import io.mrd.secondary.verbs.QueuePair;
 import io.mrd.secondary.verbs.QueueReporter;
 import io.mrd.secondary.verbs.Verbs;
+import io.mrd.testing.BaseAddresses;
 import io.mrd.testing.EmulatedDevice;
 import io.mrd.testing.LiveObjects;
 import org.junit.jupiter.api.Test;
@@ -49,7 +50,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class DeviceSharingTest
 {
-    private static final long BASE = ServerFixture.base(6);
+    private static final long BASE = BaseAddresses.next();
     /** The emulated device's holder file of a context (emulator/src/context.c). */
     private static final Pattern COMMAND_FILE = Pattern.compile(".*/mrdemu0\\.ctx-[0-9]+");
 

@@ -11,6 +11,7 @@ import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -33,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class ExternalRegistrationTest
 {
-    private static final long BASE = ServerFixture.base(2);
+    private static final long BASE = BaseAddresses.next();
     private static final long FILE_LENGTH = 4 * Sizes.MIB;
 
     @TempDir

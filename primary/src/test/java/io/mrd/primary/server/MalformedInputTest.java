@@ -7,6 +7,7 @@ import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
  */
 class MalformedInputTest
 {
-    private static final long BASE = ServerFixture.base(1);
+    private static final long BASE = BaseAddresses.next();
     /** Request types the fuzzer puts in plausible headers: all but STOP, which would end the test. */
     private static final int[] TYPES = {1, 2, 3, 4, 5, 6, 8};
 

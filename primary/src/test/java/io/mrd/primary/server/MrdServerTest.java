@@ -16,6 +16,7 @@ import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.memory.MemoryManager;
+import io.mrd.testing.BaseAddresses;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,7 +43,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class MrdServerTest
 {
-    private static final long BASE = ServerFixture.base(0);
+    private static final long BASE = BaseAddresses.next();
 
     @TempDir
     Path dir;

@@ -8,6 +8,7 @@ import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
+import io.mrd.testing.BaseAddresses;
 import io.mrd.testing.Equipment;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.junit.jupiter.api.Test;
@@ -38,7 +39,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 class PeerCredentialsTest
 {
-    private static final long BASE = ServerFixture.base(3);
+    private static final long BASE = BaseAddresses.next();
     private static final int NOBODY = 65534;
     /** Connects, sends argv[2] (hex) if given, prints the first argv[3] (default 1) frames that come back, in hex. */
     private static final String CLIENT = String.join("\n",

@@ -7,6 +7,7 @@ import io.mrd.layout.MrdCounter;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import io.mrd.secondary.RegisteredMemory;
+import io.mrd.testing.BaseAddresses;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.Invariants;
 import org.junit.jupiter.api.AfterEach;
@@ -47,7 +48,7 @@ class RegisterOnAllocateTest
 
     private void start(final int maxMrs)
     {
-        fixture = new ServerFixture(dir, ServerFixture.base(7), context -> context.set(MAX_MRS, maxMrs));
+        fixture = new ServerFixture(dir, BaseAddresses.next(), context -> context.set(MAX_MRS, maxMrs));
         a = MrdClient.attach(dir);
         b = MrdClient.attach(dir);
     }

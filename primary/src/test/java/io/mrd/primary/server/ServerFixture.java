@@ -5,14 +5,13 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.MrdDaemon;
 import io.mrd.primary.TestContexts;
+import io.mrd.testing.Wait;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 import static io.mrd.primary.DaemonSettings.MAX_EXTERNAL;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * A real daemon in this JVM, small (64 MiB in two lists of 32 MiB, 64 MRs, a 1024-entry cache, a 64 MiB
@@ -25,15 +24,6 @@ final class ServerFixture implements AutoCloseable
 
     final MrdDaemon daemon;
     final Path dir;
-
-    /**
-     * Test classes use bases 1 TiB apart, clear of the memory and engine tests' bases, so that none can collide
-     * even if a failed one leaked a reservation.
-     */
-    static long base(final int testClass)
-    {
-        return 0x2000_0000_0000L + (60 + testClass) * 0x100_0000_0000L;
-    }
 
     ServerFixture(final Path dir, final long base)
     {
@@ -63,26 +53,12 @@ final class ServerFixture implements AutoCloseable
         return daemon.counters().get(counter).get();
     }
 
-    static void await(final String what, final BooleanSupplier condition)
+    /**
+     * {@link Wait#await} with this fixture's deadline.
+     */
+    static void await(final String what, final Wait.Condition condition)
     {
-        final long deadline = System.nanoTime() + WAIT.toNanos();
-        while (!condition.getAsBoolean())
-        {
-            if (System.nanoTime() - deadline > 0)
-            {
-                fail("timed out after " + WAIT.toSeconds() + " s waiting for " + what);
-            }
-            Thread.onSpinWait();
-            try
-            {
-                Thread.sleep(5);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-                fail("interrupted waiting for " + what);
-            }
-        }
+        Wait.await(what, WAIT, condition);
     }
 
     public void close()

@@ -3,6 +3,7 @@ package io.mrd.secondary.pool;
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.testing.Wait;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -156,11 +158,11 @@ class MrdByteBufAllocatorTest
     void aBufferNeverReleasedIsReportedAsALeak() throws InterruptedException
     {
         plantLeak();
-        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (LEAKS.isEmpty() && System.nanoTime() < deadline)
+        Wait.await("the planted leak to be reported", Duration.ofSeconds(60), () ->
         {
             triggerLeakDetection(1);
-        }
+            return !LEAKS.isEmpty();
+        });
         assertEquals(1, LEAKS.size(), "the planted leak is reported: " + LEAKS);
         assertTrue(LEAKS.getFirst().contains("plantLeak"), "the report shows where it was allocated: " + LEAKS);
         assertEquals(1, pool.acquiredBuffers(), "its pool buffer was never given back");

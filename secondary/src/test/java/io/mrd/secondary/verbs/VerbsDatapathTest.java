@@ -4,6 +4,7 @@ import com.sun.management.ThreadMXBean;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.testing.LiveObjects;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -11,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import static io.mrd.secondary.verbs.OpenedDevice.LOCAL_WRITE;
@@ -273,15 +275,7 @@ final class VerbsDatapathTest
 
     private Wc next(final CompletionQueue cq)
     {
-        final long deadline = System.nanoTime() + DEADLINE_NS;
-        while (cq.poll(one) == 0)
-        {
-            if (System.nanoTime() - deadline > 0)
-            {
-                fail("no completion on " + cq + " within 10 s");
-            }
-            Thread.onSpinWait();
-        }
+        Wait.await("a completion on " + cq, Duration.ofNanos(DEADLINE_NS), () -> cq.poll(one) != 0);
         return new Wc(one.wrId(0), one.status(0), one.opcode(0), one.byteLength(0), one.qpNum(0));
     }
 
