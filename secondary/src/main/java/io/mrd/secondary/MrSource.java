@@ -5,7 +5,7 @@ import io.mrd.layout.MrEntry;
 /**
  * Where a per-queue {@link MrCache} gets what its own two levels do not hold, and how it learns that they are
  * stale: the daemon's liveness, the address of {@code devGen}, the global cache in the control file, and
- * {@code CREATE_MR}. {@link MrdClient#newCache()} supplies the real one ({@code ClientSource}, one per cache,
+ * {@code CREATE_MR}. {@link MrdClient#newCache()} supplies the real one ({@code DaemonMrSource}, one per cache,
  * since the global-cache reader it wraps is single-threaded); tests and benchmarks supply their own.
  * <p>
  * The hit path calls nothing here: it reads {@code devGen} from {@link #devGenAddress()} and relies on the

@@ -42,7 +42,7 @@ import java.util.concurrent.locks.LockSupport;
  * }</pre>
  * This class orders attach and close and offers the API; the work is done by its parts, as Aeron's client
  * splits it: {@link DaemonConnection} (requests and replies), {@link DaemonWatch} (is the daemon still there),
- * {@link AddressSpace} (reservations and same-address mappings), {@link ClientSource} (what a cache asks).
+ * {@link AddressSpace} (reservations and same-address mappings), {@link DaemonMrSource} (what a cache asks).
  * <p>
  * <b>Liveness.</b> A watchdog thread reads the daemon's heartbeat and epoch every
  * {@link ClientContext#watchdogIntervalMs()} and checks that the control file was not replaced; the reader thread
@@ -382,7 +382,7 @@ public final class MrdClient implements AutoCloseable
     public MrCache newCache()
     {
         watch.requireAliveAsLastSeen();
-        return new MrCache(new ClientSource(watch, new GlobalCacheReader(controlFile), connection));
+        return new MrCache(new DaemonMrSource(watch, new GlobalCacheReader(controlFile), connection));
     }
 
     /**

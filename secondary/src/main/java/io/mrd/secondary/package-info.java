@@ -10,7 +10,7 @@
  *   <li>{@link io.mrd.secondary.DaemonWatch}: whether the daemon is still there, and why not;</li>
  *   <li>{@link io.mrd.secondary.AddressSpace}: reservations, same-address mappings, the allocation table;</li>
  *   <li>{@link io.mrd.secondary.MrCache} and {@link io.mrd.secondary.MrSource}: the per-queue lookup, after
- *       the seed's {@code mlx5_mr_ctrl}, and what it asks of the client ({@code ClientSource}).</li>
+ *       the seed's {@code mlx5_mr_ctrl}, and what it asks of the client ({@code DaemonMrSource}).</li>
  * </ul>
  * What belongs here: what a client process does and nothing the daemon needs. Rules both sides apply (the
  * liveness rule, the whole-buffer rule, the table search, the libc bindings) live in {@code shared-layout} and

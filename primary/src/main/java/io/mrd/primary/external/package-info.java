@@ -1,7 +1,7 @@
 /**
  * External memory, passed by a client as an fd (REG_EXTERNAL): the window of address space it is mapped in
  * ({@code ExternalWindow}), the client's file made fit to register: sealed against resizing, checked, backed
- * ({@code ExternalFile}), and its registration and deregistration end to end ({@code ExternalMemory}: the
+ * ({@code ExternalFile}), and its registration and deregistration end to end ({@code ExternalRegistrations}: the
  * checks, the mapping, the MR, the unmapping, a gone client's reclaim).
  * <p>
  * The MR over the memory is made by {@code MrEngine.registerExternal} (the reference's

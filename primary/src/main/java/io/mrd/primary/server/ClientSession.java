@@ -24,7 +24,7 @@ import java.io.IOException;
  * answers it, and turns Netty's events (connect, input shut, exception, close) into transitions of the
  * session's {@link SessionLifecycle} (DESIGN §7: a closed connection is a dead client). Its parts:
  * {@link PeerHandshake} (the peer check at connect, HELLO), {@link FdHandshake} (the fd of a REG_EXTERNAL),
- * {@link PdImport} (IMPORT_PD), {@link RequestDispatch} (the workers and the replies) and {@link CachedCreate}
+ * {@link PdImport} (IMPORT_PD), {@link RequestDispatch} (the workers and the replies) and {@link ExistingMrReply}
  * (a CREATE_MR the global cache answers at once). It uses the server through {@link SessionServices} only.
  * <p>
  * Everything before HELLO, and HELLO itself, is answered on the event loop; a request that is not HELLO
@@ -192,7 +192,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             case Message.Request request ->
             {
                 final Message.MrCreated cached = request instanceof Message.CreateMr create &&
-                    !services.serverClosing().getAsBoolean() ? services.cachedCreate().answer(create) : null;
+                    !services.serverClosing().getAsBoolean() ? services.existingMrReply().answer(create) : null;
                 if (null != cached)
                 {
                     dispatch.reply(correlationId, cached);

@@ -9,7 +9,7 @@ import io.mrd.layout.sys.Sizes;
 import io.mrd.primary.DaemonContext;
 import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.RunDirectory;
-import io.mrd.primary.external.ExternalMemory;
+import io.mrd.primary.external.ExternalRegistrations;
 import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.provider.Registrar;
@@ -51,7 +51,7 @@ import static io.mrd.primary.DaemonSettings.WORKER_THREADS;
 /**
  * The daemon's Unix-domain socket server (DESIGN §7): Netty epoll on {@code DIR/mrd.sock}, one event-loop
  * thread ({@code mrd-io}) that accepts, checks peers, cuts frames, answers HELLO and the CREATE_MRs the
- * global cache already holds ({@link CachedCreate}: a seqlock read, never a wait), and a bounded pool of
+ * global cache already holds ({@link ExistingMrReply}: a seqlock read, never a wait), and a bounded pool of
  * workers ({@code mrd-worker-N}) that run every other request, because registrations are slow and must never
  * hold up the event loop. Each connection is a {@link ClientSession}, which uses the server only through the
  * {@link SessionServices} it is lent; a gone client's memory is freed by {@link ClientReclaim} on a thread of its own.
@@ -74,7 +74,7 @@ public final class MrdServer implements AutoCloseable
     private final FailureLog failures;
     private final ClientTable clients;
     private final RequestHandler handler;
-    private final ExternalMemory external;
+    private final ExternalRegistrations external;
     private final RefusalLog refusals;
     private final Runnable onStop;
     private final ThreadPoolExecutor workers;
@@ -84,7 +84,7 @@ public final class MrdServer implements AutoCloseable
      */
     private final ExecutorService reclaimer;
     private final EventLoopGroup ioGroup;
-    /** What every session uses of the server; its {@link CachedCreate} is safe because the group has one thread. */
+    /** What every session uses of the server; its {@link ExistingMrReply} is safe because the group has one thread. */
     private final SessionServices sessionServices;
     private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
     private volatile boolean closing;
@@ -99,7 +99,7 @@ public final class MrdServer implements AutoCloseable
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop,
-        final ExternalMemory external)
+        final ExternalRegistrations external)
     {
         this.socketFile = runDirectory.socketFile();
         this.counters = counters;
@@ -125,7 +125,7 @@ public final class MrdServer implements AutoCloseable
             clients,
             nextClientId::getAndIncrement,
             handler,
-            new CachedCreate(controlFile, external, counters),
+            new ExistingMrReply(controlFile, external, counters),
             workers,
             new ClientReclaim(reclaimer, handler, clients, journal, failures, () -> closing),
             counters,
@@ -168,7 +168,7 @@ public final class MrdServer implements AutoCloseable
             throw new MrdException(ErrorCode.EINVAL, "socket path " + socket + " is longer than " + MAX_SOCKET_PATH +
                 " bytes, the limit of a Unix socket address: choose a shorter --dir");
         }
-        final ExternalMemory external = new ExternalMemory(controlFile.header().externalBase(),
+        final ExternalRegistrations external = new ExternalRegistrations(controlFile.header().externalBase(),
             controlFile.header().externalLength(), engine);
         final MrdServer server;
         try

@@ -9,7 +9,7 @@ import io.mrd.layout.WholeBuffer;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Sizes;
-import io.mrd.primary.external.ExternalMemory;
+import io.mrd.primary.external.ExternalRegistrations;
 import io.mrd.primary.memory.Allocation;
 import io.mrd.primary.memory.FreedRange;
 import io.mrd.primary.mr.MrEngine;
@@ -34,7 +34,7 @@ final class RequestHandler
     private static final Logger LOG = LoggerFactory.getLogger(RequestHandler.class);
 
     private final MrEngine engine;
-    private final ExternalMemory external;
+    private final ExternalRegistrations external;
     private final String provider;
     private final Optional<SharedDevice> device;
     private final QueueOwners queues = new QueueOwners();
@@ -42,7 +42,8 @@ final class RequestHandler
     private final AtomicBoolean toldQueuesOutlive = new AtomicBoolean();
 
     RequestHandler(
-        final MrEngine engine, final ExternalMemory external, final String provider, final Optional<SharedDevice> device)
+        final MrEngine engine, final ExternalRegistrations external, final String provider,
+        final Optional<SharedDevice> device)
     {
         this.engine = engine;
         this.external = external;
@@ -132,7 +133,7 @@ final class RequestHandler
 
     /**
      * @return CREATE_MR's reply for the entry holding the buffer, on a worker or on the event loop
-     *         ({@link CachedCreate}).
+     *         ({@link ExistingMrReply}).
      */
     static Message.MrCreated created(final MrEntry entry)
     {
@@ -228,7 +229,7 @@ final class RequestHandler
     {
         final String queuesGone = destroyQueues(clientId, clientPid);
         final List<FreedRange> freed = engine.reclaim(clientId);
-        final ExternalMemory.Reclaimed externals = external.reclaim(clientId);
+        final ExternalRegistrations.Reclaimed externals = external.reclaim(clientId);
         final long bytes = freed.stream().mapToLong(FreedRange::length).sum();
         return (freed.isEmpty() && externals.registrations() == 0 ? "freed nothing" :
             "freed " + Sizes.format(bytes) + " in " + freed.size() + " range" + (freed.size() == 1 ? "" : "s") +

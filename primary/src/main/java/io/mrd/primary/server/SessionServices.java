@@ -15,7 +15,7 @@ import java.util.function.IntSupplier;
  * @param clients         the control file's client table, where HELLO takes a slot.
  * @param clientIds       the next client id; ids are never reused within a daemon's life.
  * @param handler         runs requests, on the workers.
- * @param cachedCreate    the CREATE_MRs the event loop answers itself; event loop only.
+ * @param existingMrReply    the CREATE_MRs the event loop answers itself; event loop only.
  * @param workers         where requests run; refuses work when its queue is full or the server is closing.
  * @param reclaim         frees what a gone client owned.
  * @param counters        the daemon's counters and histograms.
@@ -32,7 +32,7 @@ record SessionServices(
     ClientTable clients,
     IntSupplier clientIds,
     RequestHandler handler,
-    CachedCreate cachedCreate,
+    ExistingMrReply existingMrReply,
     Executor workers,
     ClientReclaim reclaim,
     DaemonCounters counters,

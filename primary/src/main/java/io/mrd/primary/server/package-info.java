@@ -4,7 +4,7 @@
  * connection cuts frames and routes requests to its parts: {@code PeerHandshake} (the peer check at connect,
  * HELLO, who may STOP), {@code FdHandshake} (the REG_EXTERNAL fd wait, with {@code PendingFd}), {@code PdImport}
  * (IMPORT_PD's reply with the device's command fd), {@code RequestDispatch} (the workers and the replies) and
- * {@code CachedCreate}; its state is one {@code SessionState} in its {@code SessionLifecycle}, which starts the
+ * {@code ExistingMrReply}; its state is one {@code SessionState} in its {@code SessionLifecycle}, which starts the
  * {@code ClientReclaim} of a gone client once. {@code RequestHandler} checks a request's fields and calls the
  * engine or external memory, and keeps who reported which queue of the shared device ({@code QueueOwners}) to
  * destroy a gone client's.

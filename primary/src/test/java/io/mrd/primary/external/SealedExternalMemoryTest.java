@@ -46,7 +46,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * and nothing left pinned (the counter and the kernel's VmLck).
  * <p>
  * The daemon runs in this JVM for its engine (control file, soft provider, counters); the test drives an
- * {@link ExternalMemory} of its own over that engine with the fd the sender would pass (reopened through
+ * {@link ExternalRegistrations} of its own over that engine with the fd the sender would pass (reopened through
  * /proc, since {@code register} closes what it is given). The path through the socket with SCM_RIGHTS is the
  * server's ExternalRegistrationTest's and, between processes, cli's SecurityTest's.
  */
@@ -64,7 +64,7 @@ class SealedExternalMemoryTest
     Path dir;
 
     private MrdDaemon daemon;
-    private ExternalMemory external;
+    private ExternalRegistrations external;
     private long lockedBefore;
     private final List<Integer> fds = new ArrayList<>();
 
@@ -78,7 +78,7 @@ class SealedExternalMemoryTest
     {
         daemon = MrdDaemon.launch(TestContexts.small(dir, BASE).set(MAX_EXTERNAL, 0L)
             .set(REGISTRATION_LATENCY, registrationLatencyMicros));
-        external = new ExternalMemory(WINDOW, WINDOW_LENGTH, daemon.engine());
+        external = new ExternalRegistrations(WINDOW, WINDOW_LENGTH, daemon.engine());
         lockedBefore = lockedKib();
     }
 

@@ -17,7 +17,7 @@ import java.util.List;
  * Order: a range is mapped before it is registered, and unmapped only once deregistered, since the
  * registration pins its pages until then. Thread-safe: the window and the engine are.
  */
-public final class ExternalMemory implements AutoCloseable
+public final class ExternalRegistrations implements AutoCloseable
 {
     /**
      * What a client's death freed.
@@ -37,7 +37,7 @@ public final class ExternalMemory implements AutoCloseable
      *
      * @throws MrdException EEXIST when part of the window is already mapped in this process.
      */
-    public ExternalMemory(final long base, final long length, final MrEngine engine)
+    public ExternalRegistrations(final long base, final long length, final MrEngine engine)
     {
         this.window = new ExternalWindow(base, length);
         this.engine = engine;

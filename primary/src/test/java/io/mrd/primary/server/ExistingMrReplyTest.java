@@ -27,11 +27,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@link CachedCreate}: a CREATE_MR whose whole buffer the global cache holds is answered on the event loop
+ * {@link ExistingMrReply}: a CREATE_MR whose whole buffer the global cache holds is answered on the event loop
  * (counted in {@link MrdCounter#CREATES_ON_EVENT_LOOP}), with the bytes a worker sends; misses, a write in
  * progress, an overflowed cache, straddling buffers and bad fields go to a worker and are answered as before.
  */
-class CachedCreateTest
+class ExistingMrReplyTest
 {
     private static final long BASE = BaseAddresses.next();
 

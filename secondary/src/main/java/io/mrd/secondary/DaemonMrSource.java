@@ -13,14 +13,14 @@ import io.mrd.layout.protocol.Message;
  * client closes, which the watch learns first) and the global cache (through a reader of its own: readers are
  * single-threaded), and the client's connection for {@code CREATE_MR}.
  */
-final class ClientSource implements MrSource
+final class DaemonMrSource implements MrSource
 {
     private final DaemonWatch watch;
     private final long devGenAddress;
     private final GlobalCacheReader reader;
     private final DaemonConnection connection;
 
-    ClientSource(
+    DaemonMrSource(
         final DaemonWatch watch, final GlobalCacheReader reader, final DaemonConnection connection)
     {
         this.watch = watch;

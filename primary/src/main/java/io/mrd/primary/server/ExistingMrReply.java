@@ -6,7 +6,7 @@ import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.protocol.Message;
 import io.mrd.primary.DaemonCounters;
-import io.mrd.primary.external.ExternalMemory;
+import io.mrd.primary.external.ExternalRegistrations;
 
 /**
  * A CREATE_MR whose MR the global cache already holds, answered on the event loop: the hand-offs to a worker
@@ -28,14 +28,14 @@ import io.mrd.primary.external.ExternalMemory;
  * <p>
  * Not thread-safe (its reader owns scratch state): used only on the server's one event-loop thread.
  */
-final class CachedCreate
+final class ExistingMrReply
 {
     private final GlobalCacheReader reader;
-    private final ExternalMemory external;
+    private final ExternalRegistrations external;
     private final DaemonCounters counters;
     private final MrEntry entry = new MrEntry();
 
-    CachedCreate(final ControlFile controlFile, final ExternalMemory external, final DaemonCounters counters)
+    ExistingMrReply(final ControlFile controlFile, final ExternalRegistrations external, final DaemonCounters counters)
     {
         this.reader = new GlobalCacheReader(controlFile);
         this.external = external;
