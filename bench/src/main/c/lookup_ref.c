@@ -20,12 +20,20 @@
  * every lkey goes through a compiler blackhole (the value is computed, never
  * stored), like JMH's Blackhole.consume.
  *
- * Usage: lookup_ref [--quick] [--dir DIR]
+ * Usage: lookup_ref [--dir DIR] [--rows FAMILIES] [--round N] [--runs N]
+ *                   [--seconds S]
  *   DIR holds the temporary global-cache files (default /dev/shm; a hugetlbfs
  *   mount maps them with huge pages).
- * Output, one line per row on stdout: c<TAB>ROW<TAB>VALUE<TAB>UNIT, with the
- * row names of the Java results (tophalf.mru, bottomhalf.4096, global.65536,
- * lkey.64, globalwriter.100000, ...). Progress goes to stderr.
+ *   FAMILIES: the rows to run, separated by commas, of tophalf, bottomhalf,
+ *   global, lkey, globalwriter (default all). The benchmark runs one family
+ *   at a time between the JMH rounds of the same rows, so that Java and C of
+ *   a round run seconds apart.
+ *   N (--round): the round written into every line (default 0).
+ *   --runs, --seconds: each row is one warm-up run, then the best of N timed
+ *   runs of S seconds (default 3 of 0.25 s).
+ * Output, one line per row on stdout: c<TAB>ROW<TAB>ROUND<TAB>VALUE<TAB>UNIT,
+ * with the row names of the Java results (tophalf.mru, bottomhalf.4096,
+ * global.65536, lkey.64, globalwriter.100000, ...). Progress goes to stderr.
  * Build: gcc -O2 -pthread -o lookup_ref lookup_ref.c
  */
 #define _GNU_SOURCE
@@ -379,7 +387,9 @@ static __attribute__((noinline)) void run_batch(struct row *r)
     r->cursor = i;
 }
 
-static int quick;
+static int runs = 3;
+static double run_seconds = 0.25;
+static int round_number;
 
 static double measure_once(struct row *r, double seconds)
 {
@@ -393,32 +403,26 @@ static double measure_once(struct row *r, double seconds)
     return (end - start) / ((double)batches * BATCH);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /*
  * A warm-up run, then the best of several timed runs, as the Java side reports
- * its best JMH iteration: on a small shared machine a run that lost the CPU
- * says nothing about the code. Quick: 3 runs of 0.2 s; full: 5 of 1 s.
+ * its best JMH iteration of the round: on a small shared machine a run that
+ * lost the CPU says nothing about the code.
  */
 static double measure(struct row *r)
 {
-    int runs = quick ? 3 : 5;
-    double seconds = quick ? 0.2 : 1.0;
-    double samples[5];
-    measure_once(r, seconds);
-    for (int i = 0; i < runs; i++)
-        samples[i] = measure_once(r, seconds);
-    qsort(samples, runs, sizeof(double), compare_double);
-    return samples[0];
+    double best = 0;
+    measure_once(r, run_seconds);
+    for (int i = 0; i < runs; i++) {
+        double ns = measure_once(r, run_seconds);
+        if (i == 0 || ns < best)
+            best = ns;
+    }
+    return best;
 }
 
 static void report(const char *row, double value, const char *unit)
 {
-    printf("c\t%s\t%.3f\t%s\n", row, value, unit);
+    printf("c\t%s\t%d\t%.3f\t%s\n", row, round_number, value, unit);
     fflush(stdout);
     fprintf(stderr, "lookup_ref: %-22s %10.3f %s\n", row, value, unit);
 }
@@ -450,24 +454,53 @@ static void *write_loop(void *arg)
     return NULL;
 }
 
+static const char *families = "tophalf,bottomhalf,global,lkey,globalwriter";
+
+/* Whether --rows names this family (a whole word of the comma-separated list). */
+static int wanted(const char *family)
+{
+    size_t n = strlen(family);
+    for (const char *p = families; (p = strstr(p, family)) != NULL; p += n) {
+        if ((p == families || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: lookup_ref [--dir DIR] [--rows tophalf,bottomhalf,global,lkey,globalwriter] "
+                    "[--round N] [--runs N] [--seconds S]\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = "/dev/shm";
     char name[64];
 
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+            families = argv[++i];
+        } else if (!strcmp(argv[i], "--round") && i + 1 < argc) {
+            round_number = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--runs") && i + 1 < argc) {
+            runs = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+            run_seconds = atof(argv[++i]);
         } else {
-            fprintf(stderr, "usage: lookup_ref [--quick] [--dir DIR]\n");
+            usage();
             return 2;
         }
     }
+    if (runs < 1 || run_seconds <= 0 || round_number < 0) {
+        usage();
+        return 2;
+    }
 
     /* Top half: the 8 chunks of an 8-entry global cache, loaded through the whole path first. */
-    {
+    if (wanted("tophalf")) {
         struct global g;
         struct mr_ctrl ctrl;
         global_open(&g, dir, TOP_N);
@@ -482,7 +515,7 @@ int main(int argc, char **argv)
     }
 
     /* Bottom half: a malloc'd table, as a secondary's. */
-    {
+    if (wanted("bottomhalf")) {
         static const uint32_t sizes[] = {256, 4096, 65536};
         for (int s = 0; s < 3; s++) {
             struct entry *t = aligned_alloc(64, ((size_t)sizes[s] + 1) * sizeof(struct entry) + 64);
@@ -496,7 +529,7 @@ int main(int argc, char **argv)
     }
 
     /* Global cache: seqlock search of a shared file mapping. */
-    {
+    if (wanted("global")) {
         static const uint32_t sizes[] = {4096, 65536, 1048576};
         for (int s = 0; s < 3; s++) {
             struct global g;
@@ -510,7 +543,7 @@ int main(int argc, char **argv)
     }
 
     /* The whole path over 4 and 64 MRs, behind a 4,096-entry global cache. */
-    {
+    if (wanted("lkey")) {
         static const uint32_t mrs[] = {4, 64};
         for (int s = 0; s < 2; s++) {
             struct global g;
@@ -528,7 +561,7 @@ int main(int argc, char **argv)
     }
 
     /* Global cache (65,536) without and with a writer at 100,000 writes/s. */
-    {
+    if (wanted("globalwriter")) {
         static const long rates[] = {0, 100000};
         for (int s = 0; s < 2; s++) {
             struct global g;

@@ -5,10 +5,10 @@
  *   - populate: a file of SIZE bytes in DIR (sized sparse, as the daemon sizes
  *     its list files before anyone allocates), then, timed, mmap(MAP_SHARED |
  *     MAP_POPULATE) and mlock of all of it: the pages pre-faulted by the
- *     kernel, then pinned. Reported as GB/s (10^9 bytes per second), the best
- *     of the repetitions; the file is removed after each one, so every
- *     repetition starts from fresh pages. Rows populate.1g and populate.8g for
- *     1 GiB and 8 GiB (the sizes of the allocate + first key rows).
+ *     kernel, then pinned. Reported as GB/s (10^9 bytes per second); the file
+ *     is removed after, so every run starts from fresh pages. Rows populate.1g
+ *     and populate.8g for 1 GiB and 8 GiB (the sizes of the allocate + first
+ *     key rows).
  *   - fresh 2 MiB: mmap(MAP_SHARED) 2 MiB of a file in DIR (not timed), then,
  *     timed, mlock: the page faults, the zeroing of fresh pages and the pin
  *     that a new 2 MiB registration costs the soft provider; then munlock,
@@ -19,12 +19,13 @@
  * directory's mem/; hugetlbfs: its --huge-dir): the page size and the cost of
  * a fault are the file system's.
  *
- * Usage: pin_ref [--quick] --dir DIR [--populate-dir DIR2] [--sizes GIB,GIB]
- *   --populate-dir  where the populate rows map (default DIR)
- *   --sizes         populate sizes in GiB (default 1,8)
- * Quick: populate 3 repetitions of 1 GiB, 1 of larger sizes, 300 fresh 2 MiB
- * mlocks; full: 5, 2 and 2,000 (50 more warm up in both).
- * Output on stdout: c<TAB>ROW<TAB>VALUE<TAB>UNIT<TAB>NOTE lines.
+ * One call is one round of one of them, run by the benchmark between the Java
+ * measurements it is the reference of:
+ * Usage: pin_ref --dir DIR [--round N] (--fresh COUNT | --populate GIB)
+ *   --fresh COUNT   COUNT timed fresh 2 MiB mlocks after COUNT / 5 (at least
+ *                   10) untimed ones
+ *   --populate GIB  one MAP_POPULATE + mlock of GIB GiB
+ * Output on stdout: c<TAB>ROW<TAB>ROUND<TAB>VALUE<TAB>UNIT<TAB>NOTE lines.
  * Build: gcc -O2 -o pin_ref pin_ref.c
  */
 #define _GNU_SOURCE
@@ -40,7 +41,6 @@
 
 #define GIB (1ULL << 30)
 #define FRESH_LENGTH (2ULL << 20)
-#define FRESH_WARMUP 50
 
 static double now_ns(void)
 {
@@ -104,24 +104,18 @@ static double populate_once(const char *dir, uint64_t length)
     return seconds;
 }
 
-static int populate(const char *dir, int gib, int repetitions)
+static int round_number;
+
+static int populate(const char *dir, int gib)
 {
     uint64_t length = (uint64_t)gib * GIB;
-    double best = 0;
-    char runs[512] = "";
-    size_t used = 0;
-    for (int i = 0; i < repetitions; i++) {
-        double seconds = populate_once(dir, length);
-        if (seconds < 0)
-            return -1;
-        double rate = length / seconds / 1e9;
-        if (rate > best)
-            best = rate;
-        if (used < sizeof(runs))
-            used += (size_t)snprintf(runs + used, sizeof(runs) - used, "%s%.2f", i ? " " : "", rate);
-        fprintf(stderr, "pin_ref: populate + mlock %d GiB in %.3f s: %.2f GB/s\n", gib, seconds, rate);
-    }
-    printf("c\tpopulate.%dg\t%.4f\tGB/s\tbest of %d in %s; each: %s\n", gib, best, repetitions, dir, runs);
+    double seconds = populate_once(dir, length);
+    if (seconds < 0)
+        return -1;
+    double rate = length / seconds / 1e9;
+    fprintf(stderr, "pin_ref: round %d: populate + mlock %d GiB in %.3f s: %.2f GB/s\n", round_number, gib, seconds,
+            rate);
+    printf("c\tpopulate.%dg\t%d\t%.4f\tGB/s\tin %s\n", gib, round_number, rate, dir);
     fflush(stdout);
     return 0;
 }
@@ -140,7 +134,8 @@ static int fresh(const char *dir, int count)
         return -1;
     }
     int status = 0;
-    for (int i = -FRESH_WARMUP; i < count && status == 0; i++) {
+    int warmup = count / 5 > 10 ? count / 5 : 10;
+    for (int i = -warmup; i < count && status == 0; i++) {
         void *p = mmap(NULL, FRESH_LENGTH, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) {
             fprintf(stderr, "pin_ref: mmap of 2 MiB of %s: %s\n", path, strerror(errno));
@@ -167,33 +162,38 @@ static int fresh(const char *dir, int count)
     unlink(path);
     if (status == 0) {
         qsort(samples, (size_t)count, sizeof(double), compare_double);
-        printf("c\tfresh2m.p50\t%.3f\tus\tmlock of 2 MiB fresh pages in %s\n", samples[(size_t)(count * 0.50)] / 1e3,
-               dir);
-        printf("c\tfresh2m.p99\t%.3f\tus\n", samples[(size_t)(count * 0.99)] / 1e3);
-        printf("c\tfresh2m.p999\t%.3f\tus\n", samples[(size_t)(count * 0.999)] / 1e3);
-        printf("c\tfresh2m.count\t%d\tmlocks\n", count);
+        printf("c\tfresh2m.p50\t%d\t%.3f\tus\tmlock of 2 MiB fresh pages in %s\n", round_number,
+               samples[(size_t)(count * 0.50)] / 1e3, dir);
+        printf("c\tfresh2m.p99\t%d\t%.3f\tus\n", round_number, samples[(size_t)(count * 0.99)] / 1e3);
+        printf("c\tfresh2m.p999\t%d\t%.3f\tus\n", round_number, samples[(size_t)(count * 0.999)] / 1e3);
+        printf("c\tfresh2m.count\t%d\t%d\tmlocks\n", round_number, count);
+        fprintf(stderr, "pin_ref: round %d: fresh 2 MiB mlock p50 %.1f µs of %d\n", round_number,
+                samples[(size_t)(count * 0.50)] / 1e3, count);
     }
     free(samples);
     return status;
 }
 
+static void usage(void)
+{
+    fprintf(stderr, "usage: pin_ref --dir DIR [--round N] (--fresh COUNT | --populate GIB)\n");
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = NULL;
-    const char *populate_dir = NULL;
-    const char *sizes = "1,8";
-    int quick = 0;
+    int count = 0, gib = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dir = argv[++i];
-        } else if (!strcmp(argv[i], "--populate-dir") && i + 1 < argc) {
-            populate_dir = argv[++i];
-        } else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) {
-            sizes = argv[++i];
+        } else if (!strcmp(argv[i], "--round") && i + 1 < argc) {
+            round_number = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--fresh") && i + 1 < argc) {
+            count = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--populate") && i + 1 < argc) {
+            gib = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: pin_ref [--quick] --dir DIR [--populate-dir DIR] [--sizes GIB,GIB]\n");
+            usage();
             return 2;
         }
     }
@@ -201,20 +201,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "pin_ref: --dir DIR (the file system of the daemon's memory) is required\n");
         return 2;
     }
-    if (!populate_dir)
-        populate_dir = dir;
-    int status = fresh(dir, quick ? 300 : 2000);
-    char *list = strdup(sizes);
-    for (char *save = NULL, *word = strtok_r(list, ",", &save); word; word = strtok_r(NULL, ",", &save)) {
-        int gib = atoi(word);
-        if (gib <= 0) {
-            fprintf(stderr, "pin_ref: --sizes wants whole GiB separated by commas, not '%s'\n", word);
-            status = -1;
-            break;
-        }
-        if (populate(populate_dir, gib, gib == 1 ? (quick ? 3 : 5) : (quick ? 1 : 2)) != 0)
-            status = -1;
+    if ((count > 0) == (gib > 0) || round_number < 0) {
+        usage();
+        return 2;
     }
-    free(list);
-    return status == 0 ? 0 : 1;
+    return (count > 0 ? fresh(dir, count) : populate(dir, gib)) == 0 ? 0 : 1;
 }

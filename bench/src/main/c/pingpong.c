@@ -10,9 +10,20 @@
  * socket request can cost on this machine: no event loop, no protocol
  * decoding, no lookup, no thread hand-off.
  *
- * Usage: pingpong [--quick] [--dir DIR]      (socket in DIR, default /tmp)
- * Output on stdout: c<TAB>pingpong.pNN<TAB>MICROSECONDS<TAB>us for p50, p99
- * and p99.9, and c<TAB>pingpong.count<TAB>N<TAB>round trips.
+ * Warm: WARMUP untimed round trips, then COUNT timed, back to back, both sides
+ * blocking in read as mrd's threads do. The benchmark runs one such round
+ * right before or after the Java create round trip it is the floor of, so
+ * both see the machine in the same state. Idle: then IDLE round trips, each
+ * after a pause of PAUSE µs (the cores may go idle and must wake for it),
+ * shown beside the warm figure as information.
+ *
+ * Usage: pingpong [--dir DIR] [--round N] [--count COUNT] [--warmup WARMUP]
+ *                 [--idle-count IDLE] [--idle-pause-us PAUSE]
+ *   socket in DIR (default /tmp); defaults: round 0, 100,000 timed after
+ *   20,000, 100 idle after 1,000 µs each.
+ * Output on stdout: c<TAB>pingpong.pNN<TAB>ROUND<TAB>MICROSECONDS<TAB>us for
+ * p50, p99 and p99.9, c<TAB>pingpong.count<TAB>ROUND<TAB>N<TAB>round trips,
+ * the same for pingpong.idle.*, and pingpong.idle.pause (round 0: a setting).
  * Build: gcc -O2 -o pingpong pingpong.c
  */
 #define _GNU_SOURCE
@@ -72,6 +83,34 @@ static int compare_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* One timed round trip with correlation id `i`; returns ns, or -1 when the server is gone. */
+static double round_trip(int fd, unsigned char *request, unsigned char *reply, uint64_t i)
+{
+    memcpy(request + 8, &i, 8);
+    double start = now_ns();
+    if (write_fully(fd, request, REQUEST_LENGTH) != 0 || read_fully(fd, reply, REPLY_LENGTH) != 0) {
+        fprintf(stderr, "pingpong: the server went away after %llu round trips\n", (unsigned long long)i);
+        return -1;
+    }
+    double rtt = now_ns() - start;
+    if (memcmp(reply + 8, request + 8, 8) != 0) {
+        fprintf(stderr, "pingpong: reply %llu carries another correlation id\n", (unsigned long long)i);
+        return -1;
+    }
+    return rtt;
+}
+
+static void report(const char *name, int round, double *samples, int count)
+{
+    qsort(samples, (size_t)count, sizeof(double), compare_double);
+    printf("c\t%s.p50\t%d\t%.3f\tus\n", name, round, samples[(size_t)(count * 0.50)] / 1e3);
+    printf("c\t%s.p99\t%d\t%.3f\tus\n", name, round, samples[(size_t)(count * 0.99)] / 1e3);
+    printf("c\t%s.p999\t%d\t%.3f\tus\n", name, round, samples[(size_t)(count * 0.999)] / 1e3);
+    printf("c\t%s.count\t%d\t%d\tround trips\n", name, round, count);
+    fprintf(stderr, "pingpong: round %d %s p50 %.3f µs p99 %.3f µs of %d\n", round, name,
+            samples[(size_t)(count * 0.50)] / 1e3, samples[(size_t)(count * 0.99)] / 1e3, count);
+}
+
 static void serve(int listener)
 {
     unsigned char request[REQUEST_LENGTH], reply[REPLY_LENGTH];
@@ -93,19 +132,30 @@ static void serve(int listener)
 int main(int argc, char **argv)
 {
     const char *dir = "/tmp";
-    int quick = 0;
+    int round = 0, count = 100000, warmup = 20000, idle = 100, pause_us = 1000;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) {
-            quick = 1;
-        } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
             dir = argv[++i];
+        } else if (!strcmp(argv[i], "--round") && i + 1 < argc) {
+            round = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+            count = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) {
+            warmup = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--idle-count") && i + 1 < argc) {
+            idle = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--idle-pause-us") && i + 1 < argc) {
+            pause_us = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: pingpong [--quick] [--dir DIR]\n");
-            return 2;
+            count = 0;
+            break;
         }
     }
-    int warmup = quick ? 20000 : 50000;
-    int count = quick ? 100000 : 300000;
+    if (count < 1 || warmup < 0 || idle < 0 || pause_us < 0 || round < 0) {
+        fprintf(stderr, "usage: pingpong [--dir DIR] [--round N] [--count COUNT] [--warmup WARMUP] "
+                        "[--idle-count IDLE] [--idle-pause-us PAUSE]\n");
+        return 2;
+    }
 
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     if ((size_t)snprintf(address.sun_path, sizeof(address.sun_path), "%s/pingpong-%d.sock", dir, (int)getpid()) >=
@@ -141,35 +191,37 @@ int main(int argc, char **argv)
     memset(request, 0, sizeof(request));
     request[0] = REQUEST_LENGTH;
     request[4] = 2; /* CREATE_MR */
-    double *samples = malloc(sizeof(double) * (size_t)count);
+    double *samples = malloc(sizeof(double) * (size_t)(count > idle ? count : idle + 1));
     if (!samples) {
         perror("pingpong: malloc");
         return 1;
     }
-    for (int i = 0; i < warmup + count; i++) {
-        uint64_t correlation = (uint64_t)i;
-        memcpy(request + 8, &correlation, 8);
-        double start = now_ns();
-        if (write_fully(fd, request, REQUEST_LENGTH) != 0 || read_fully(fd, reply, REPLY_LENGTH) != 0) {
-            fprintf(stderr, "pingpong: the server went away after %d round trips\n", i);
-            return 1;
-        }
-        double rtt = now_ns() - start;
-        if (memcmp(reply + 8, request + 8, 8) != 0) {
-            fprintf(stderr, "pingpong: reply %d carries another correlation id\n", i);
-            return 1;
-        }
-        if (i >= warmup)
-            samples[i - warmup] = rtt;
+    uint64_t sent = 0;
+    int status = 0;
+    for (int i = -warmup; i < count && status == 0; i++) {
+        double rtt = round_trip(fd, request, reply, sent++);
+        if (rtt < 0)
+            status = 1;
+        else if (i >= 0)
+            samples[i] = rtt;
+    }
+    if (status == 0)
+        report("pingpong", round, samples, count);
+    struct timespec pause = {.tv_sec = pause_us / 1000000, .tv_nsec = (long)(pause_us % 1000000) * 1000};
+    for (int i = 0; i < idle && status == 0; i++) {
+        nanosleep(&pause, NULL);
+        double rtt = round_trip(fd, request, reply, sent++);
+        if (rtt < 0)
+            status = 1;
+        else
+            samples[i] = rtt;
+    }
+    if (status == 0 && idle > 0) {
+        report("pingpong.idle", round, samples, idle);
+        printf("c\tpingpong.idle.pause\t0\t%d\tus\n", pause_us);
     }
     close(fd);
     waitpid(server, NULL, 0);
-
-    qsort(samples, (size_t)count, sizeof(double), compare_double);
-    printf("c\tpingpong.p50\t%.3f\tus\n", samples[(size_t)(count * 0.50)] / 1e3);
-    printf("c\tpingpong.p99\t%.3f\tus\n", samples[(size_t)(count * 0.99)] / 1e3);
-    printf("c\tpingpong.p999\t%.3f\tus\n", samples[(size_t)(count * 0.999)] / 1e3);
-    printf("c\tpingpong.count\t%d\tround trips\n", count);
     free(samples);
-    return 0;
+    return status;
 }

@@ -1,31 +1,36 @@
 package io.mrd.bench;
 
-import io.mrd.bench.jmh.JmhRunner;
+import io.mrd.bench.jmh.LookupRounds;
 import io.mrd.bench.multi.InFlightBench;
 import io.mrd.bench.multi.LargeAllocationBench;
 import io.mrd.bench.multi.MultiProcessBench;
+import io.mrd.bench.multi.RoundTripBench;
 import io.mrd.bench.report.LookupPlot;
 import io.mrd.bench.report.ReportTable;
 import io.mrd.bench.report.ResultFile;
+import io.mrd.bench.report.Results;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
- * Entry point of {@code bench/target/mrd-bench.jar}, run by {@code scripts/bench}:
+ * Entry point of {@code bench/target/mrd-bench.jar}, run by {@code scripts/bench}; every part runs in rounds,
+ * each row beside its reference ({@link Plan}):
  * <pre>
- *   jmh    [--quick] --out DIR [--include REGEX]   JMH lookup benchmarks → DIR/jmh.{json,log,tsv}
- *   multi  [--quick] --out DIR                     daemon + secondaries   → DIR/multi.tsv, DIR/multi-logs/
- *   allocate [--quick] --out DIR                   1 and 8 GiB allocations → DIR/allocate.tsv, DIR/allocate-logs/
- *   inflight [--quick] --out DIR                   requests during a slow registration → DIR/inflight.tsv,
- *                                                  DIR/inflight-*.hgrm, DIR/inflight-logs/
- *   report --out DIR [--cores N] [--title TEXT]    every DIR/*.tsv        → DIR/table.md, DIR/lookup.png
+ *   jmh       MODE --out DIR [--include REGEX]   JMH benchmarks with the C lookup reference → DIR/jmh.{json,log,tsv},
+ *                                                DIR/c-lookup.{tsv,log}
+ *   multi     MODE --out DIR                     daemon + secondaries → DIR/multi.tsv, DIR/multi-logs/
+ *   roundtrip MODE --out DIR                     round trips, journal on/off, C ping-pong and fresh mlock
+ *                                                → DIR/roundtrip.tsv, DIR/c-pingpong.tsv, DIR/c-pin.tsv, ...
+ *   allocate  MODE --out DIR                     1 and 8 GiB allocations with the C populate → DIR/allocate.tsv
+ *   inflight  MODE --out DIR                     requests during a slow registration → DIR/inflight.tsv
+ *   report --out DIR [--cores N] [--title TEXT]  every DIR/*.tsv → DIR/table.md, DIR/lookup.png
  * </pre>
- * JMH's own launcher is in the jar too: {@code java -cp mrd-bench.jar org.openjdk.jmh.Main -l}.
+ * MODE is {@code --smoke}, {@code --quick} or nothing (full), optionally with {@code --rounds N}. JMH's own
+ * launcher is in the jar too: {@code java -cp mrd-bench.jar org.openjdk.jmh.Main -l}.
  */
 public final class BenchMain
 {
@@ -41,7 +46,8 @@ public final class BenchMain
             System.exit(args.length == 0 ? 2 : 0);
         }
         final String command = args[0];
-        boolean quick = false;
+        Mode mode = Mode.FULL;
+        int rounds = 0;
         Path out = null;
         String include = null;
         int cores = Runtime.getRuntime().availableProcessors();
@@ -51,7 +57,9 @@ public final class BenchMain
         {
             switch (rest.get(i))
             {
-                case "--quick" -> quick = true;
+                case "--quick" -> mode = Mode.QUICK;
+                case "--smoke" -> mode = Mode.SMOKE;
+                case "--rounds" -> rounds = Integer.parseInt(rest.get(++i));
                 case "--out" -> out = Path.of(rest.get(++i));
                 case "--include" -> include = rest.get(++i);
                 case "--cores" -> cores = Integer.parseInt(rest.get(++i));
@@ -70,12 +78,14 @@ public final class BenchMain
             System.exit(2);
         }
         Files.createDirectories(out);
+        final Plan plan = new Plan(mode, rounds > 0 ? rounds : mode.defaultRounds());
         switch (command)
         {
-            case "jmh" -> JmhRunner.run(quick, out, include);
-            case "multi" -> MultiProcessBench.run(quick, out);
-            case "allocate" -> LargeAllocationBench.run(quick, out);
-            case "inflight" -> InFlightBench.run(quick, out);
+            case "jmh" -> LookupRounds.run(plan, out, include);
+            case "multi" -> MultiProcessBench.run(plan, out);
+            case "roundtrip" -> RoundTripBench.run(plan, out);
+            case "allocate" -> LargeAllocationBench.run(plan, out);
+            case "inflight" -> InFlightBench.run(plan, out);
             case "report" -> report(out, cores, title);
             default ->
             {
@@ -88,14 +98,13 @@ public final class BenchMain
 
     private static void report(final Path out, final int cores, final String title) throws Exception
     {
-        final Map<String, ResultFile.Result> results = ResultFile.readAll(out);
+        final Results results = ResultFile.readAll(out);
         final ReportTable table = new ReportTable(results, cores);
         final String markdown = table.markdown();
-        final int[] counts = table.targetCounts();
-        final String summary = counts[1] + " of " + counts[0] + " targets met";
+        final String summary = table.targetCounts().summary();
         Files.writeString(out.resolve("table.md"), (title.isEmpty() ? "" : title + "\n\n") + markdown + "\n" +
             summary + "\n", StandardCharsets.UTF_8);
-        LookupPlot.write(results, title, out.resolve("lookup.png"));
+        LookupPlot.write(results.medians(), title, out.resolve("lookup.png"));
         System.out.print(markdown);
         System.out.println();
         System.out.println(summary);
@@ -105,11 +114,13 @@ public final class BenchMain
     {
         System.err.println("""
             usage: java <mrd JVM flags> -jar mrd-bench.jar COMMAND ...
-              jmh    [--quick] --out DIR [--include REGEX]   JMH lookup benchmarks
-              multi  [--quick] --out DIR                     daemon + secondary processes
-              allocate [--quick] --out DIR                   allocate + first key of 1 and 8 GiB
-              inflight [--quick] --out DIR                   ALLOC/FREE/CREATE_MR during a slow registration
-              report --out DIR [--cores N] [--title TEXT]    table.md and lookup.png from DIR/*.tsv
-            scripts/bench runs them all with the C references.""");
+              jmh       MODE --out DIR [--include REGEX]   JMH benchmarks, rounds alternating with the C lookups
+              multi     MODE --out DIR                     daemon + secondary processes
+              roundtrip MODE --out DIR                     round trips (journal on/off) with the C ping-pong and mlock
+              allocate  MODE --out DIR                     allocate + first key of 1 and 8 GiB with the C populate
+              inflight  MODE --out DIR                     ALLOC/FREE/CREATE_MR during a slow registration
+              report --out DIR [--cores N] [--title TEXT]  table.md and lookup.png from DIR/*.tsv
+            MODE: --smoke (2 tiny rounds), --quick (5 rounds) or nothing (full, 9 rounds); --rounds N overrides.
+            The C programs are taken from -Dmrd.bench.c=DIR. scripts/bench runs them all.""");
     }
 }

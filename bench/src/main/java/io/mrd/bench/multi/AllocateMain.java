@@ -9,9 +9,7 @@ import io.mrd.secondary.RegisteredMemory;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -24,14 +22,13 @@ import java.util.Map;
  *   <li>{@code registered}: {@link MrdClient#allocateRegistered(long, int)}, one request that allocates,
  *       registers and returns the keys.</li>
  * </ul>
- * The two alternate, each size and repetition after the other, and every allocation is freed (not timed, but
- * reported) before the next, so each starts from fresh pages. A 64 MiB round of both comes first, untimed, so
- * that neither the first request of a connection nor class loading is in a measurement.
+ * Every allocation is freed (not timed, but reported) before the next, so each starts from fresh pages. A 64 MiB
+ * round of both comes first, untimed, so that neither the first request of a connection nor class loading is in
+ * a measurement; then it prints READY and obeys its standard input: {@code alloc K GIB FIRST} allocates GIB GiB
+ * both ways, FIRST ({@code lookup} or {@code registered}) first, and prints {@code RESULT run=K} with each
+ * way's GB/s (10^9 bytes per second) and the seconds the slower free took; {@code quit} exits.
  * <p>
- * Prints {@code RESULT} with, per size {@code Ng} and way, the best GB/s (10^9 bytes per second), every
- * repetition's GB/s and the seconds the frees took.
- * <p>
- * Arguments: {@code DIR SIZES_GIB REPETITIONS_OF_1GIB REPETITIONS_OF_LARGER} (sizes separated by commas).
+ * Arguments: {@code DIR}.
  */
 public final class AllocateMain
 {
@@ -42,52 +39,45 @@ public final class AllocateMain
     {
     }
 
-    public static void main(final String[] args)
+    public static void main(final String[] args) throws Exception
     {
         final Path dir = Path.of(args[0]);
-        final List<Integer> sizes = new ArrayList<>();
-        for (final String size : args[1].split(","))
-        {
-            sizes.add(Integer.parseInt(size.strip()));
-        }
-        final int repetitionsOf1g = Integer.parseInt(args[2]);
-        final int repetitionsOfLarger = Integer.parseInt(args[3]);
-        final Map<String, Object> result = new LinkedHashMap<>();
         try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).requestTimeoutMs(REQUEST_TIMEOUT_MS)))
         {
             final MrCache cache = client.newCache();
             viaLookup(client, cache, 64 * Sizes.MIB);
             viaRegister(client, 64 * Sizes.MIB);
-            for (final int gib : sizes)
+            Handshake.obey(words ->
             {
-                final long length = gib * Sizes.GIB;
-                final List<String> lookups = new ArrayList<>();
-                final List<String> registered = new ArrayList<>();
-                double bestLookup = 0;
-                double bestRegistered = 0;
-                double freeSeconds = 0;
-                final int repetitions = gib == 1 ? repetitionsOf1g : repetitionsOfLarger;
-                for (int i = 0; i < repetitions; i++)
+                if (words.length != 4 || !words[0].equals("alloc"))
                 {
-                    final double[] lookup = viaLookup(client, cache, length);
-                    final double[] register = viaRegister(client, length);
-                    bestLookup = Math.max(bestLookup, length / lookup[0] / 1e9);
-                    bestRegistered = Math.max(bestRegistered, length / register[0] / 1e9);
-                    lookups.add(gbps(length, lookup[0]));
-                    registered.add(gbps(length, register[0]));
-                    freeSeconds = Math.max(freeSeconds, Math.max(lookup[1], register[1]));
-                    System.out.printf(Locale.ROOT, "%d GiB: allocate + lkey %.3f s (%s GB/s), allocateRegistered " +
-                        "%.3f s (%s GB/s); frees %.3f s, %.3f s%n", gib, lookup[0], gbps(length, lookup[0]),
-                        register[0], gbps(length, register[0]), lookup[1], register[1]);
+                    return false;
                 }
-                result.put(gib + "g.lookup", String.format(Locale.ROOT, "%.4f", bestLookup));
-                result.put(gib + "g.lookup.runs", String.join(",", lookups));
-                result.put(gib + "g.registered", String.format(Locale.ROOT, "%.4f", bestRegistered));
-                result.put(gib + "g.registered.runs", String.join(",", registered));
-                result.put(gib + "g.free.max", String.format(Locale.ROOT, "%.3f", freeSeconds));
-            }
+                final int run = Integer.parseInt(words[1]);
+                final long length = Integer.parseInt(words[2]) * Sizes.GIB;
+                final double[] lookup;
+                final double[] register;
+                if (words[3].equals("lookup"))
+                {
+                    lookup = viaLookup(client, cache, length);
+                    register = viaRegister(client, length);
+                }
+                else
+                {
+                    register = viaRegister(client, length);
+                    lookup = viaLookup(client, cache, length);
+                }
+                final Map<String, Object> result = new LinkedHashMap<>();
+                result.put("run", run);
+                result.put("lookup", gbps(length, lookup[0]));
+                result.put("registered", gbps(length, register[0]));
+                result.put("free", String.format(Locale.ROOT, "%.3f", Math.max(lookup[1], register[1])));
+                System.out.printf(Locale.ROOT, "%s GiB: allocate + lkey %.3f s, allocateRegistered %.3f s; frees " +
+                    "%.3f s, %.3f s%n", words[2], lookup[0], register[0], lookup[1], register[1]);
+                Handshake.print(result);
+                return true;
+            });
         }
-        System.out.println(Handshake.result(result));
     }
 
     /**
@@ -115,6 +105,6 @@ public final class AllocateMain
 
     private static String gbps(final long length, final double seconds)
     {
-        return String.format(Locale.ROOT, "%.2f", length / seconds / 1e9);
+        return String.format(Locale.ROOT, "%.4f", length / seconds / 1e9);
     }
 }

@@ -72,11 +72,20 @@ final class BenchDaemon implements AutoCloseable
         deleteQuietly(dir);
     }
 
-    private static Path createRunDirectory()
+    /**
+     * @return where daemons' run directories go, and so their memory: the file system the C reference of a fresh
+     * 2 MiB {@code mlock} maps from.
+     */
+    static Path runBase()
     {
         final Path shm = Path.of(System.getProperty(RUN_BASE_PROPERTY, "/dev/shm"));
+        return Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of("/tmp");
+    }
+
+    private static Path createRunDirectory()
+    {
         // A Unix socket path must stay under 108 bytes: the results directory may be too deep.
-        final Path base = Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of("/tmp");
+        final Path base = runBase();
         try
         {
             return Files.createTempDirectory(base, "mrd-bench-");

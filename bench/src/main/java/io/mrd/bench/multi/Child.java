@@ -56,6 +56,22 @@ final class Child implements AutoCloseable
         }
     }
 
+    /**
+     * @return {@code out/name}, created: where a part keeps its children's output with the results.
+     */
+    static Path logDirectory(final Path out, final String name)
+    {
+        final Path dir = out.resolve(name);
+        try
+        {
+            return Files.createDirectories(dir);
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException("cannot create " + dir, ex);
+        }
+    }
+
     String name()
     {
         return name;

@@ -1,5 +1,8 @@
 package io.mrd.bench.multi;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Predicate;
@@ -16,8 +19,49 @@ final class Handshake
     static final String RESULT = "RESULT";
     static final String QUIT = "quit";
 
+    /**
+     * What a child does with one command line, split into words.
+     */
+    @FunctionalInterface
+    interface Commands
+    {
+        /**
+         * @return false when the child does not know the command.
+         */
+        boolean obey(String[] words) throws Exception;
+    }
+
     private Handshake()
     {
+    }
+
+    /**
+     * The child's side: prints {@link #READY}, then obeys its standard input line by line, blocked in a read (no
+     * CPU) between commands, until {@link #QUIT} or the end of input. A line it does not know is answered with
+     * {@code unknown command: LINE}.
+     */
+    static void obey(final Commands commands) throws Exception
+    {
+        System.out.println(READY);
+        System.out.flush();
+        final BufferedReader input = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while (null != (line = input.readLine()) && !line.equals(QUIT))
+        {
+            if (!commands.obey(line.trim().split("\\s+")))
+            {
+                System.out.println("unknown command: " + line);
+            }
+        }
+    }
+
+    /**
+     * Prints one {@link #RESULT} line and flushes it, for the orchestrator polling the child's log.
+     */
+    static void print(final Map<String, ?> values)
+    {
+        System.out.println(result(values));
+        System.out.flush();
     }
 
     /**

@@ -1,15 +1,12 @@
 package io.mrd.bench.multi;
 
+import io.mrd.bench.Plan;
 import io.mrd.bench.report.ReportTable;
 import io.mrd.bench.report.ResultFile;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -17,16 +14,19 @@ import java.util.Map;
 /**
  * The multi-process benchmark: a real daemon ({@code mrd start --foreground} in a child JVM), then 1, 2 and 4
  * secondary JVMs doing lookups for a fixed time, each without and with a writer JVM allocating, creating and
- * freeing at a fixed rate; then the create round trip; then the round trips against two fresh daemons, the event
- * journal on and off ({@code journal.on|off.KIND.pN} rows). Writes {@code multi.tsv} and keeps every child's
- * output under {@code multi-logs/} in the results directory.
+ * freeing at a fixed rate. Writes {@code multi.tsv} and keeps every child's output under {@code multi-logs/} in
+ * the results directory. The round trips are {@link RoundTripBench}'s.
  * <p>
- * Quick: 3 rounds of 2 s per configuration; full: 4 rounds of 5 s. Each configuration reports its best round.
+ * A round runs every configuration once, in order (1, 1 + writer, 2, ..., 4 + writer) in odd rounds and in the
+ * reverse order in even rounds, so that a row (2 secondaries; 1 secondary + writer) and its reference (1
+ * secondary; 1 secondary alone) run seconds apart and neither is always first. Each round's figures are
+ * recorded with the round; the report compares them round by round. Smoke: 2 rounds of 0.5 s per
+ * configuration; quick: 5 of 2 s; full: 9 of 4 s.
  * <p>
  * The daemon runs with {@code --no-mr-ext-memseg} (one MR per 2 MiB segment), so that a secondary's 32 MiB
  * are 16 MRs and its random buffers exercise both local levels (top half 8, bottom half), and with
  * {@code --huge-dir none} so that the run does not depend on free hugepages: its memory is tmpfs, in its run
- * directory ({@link BenchDaemon}), the file system the C reference of a fresh 2 MiB {@code mlock} maps from.
+ * directory ({@link BenchDaemon}).
  */
 public final class MultiProcessBench
 {
@@ -37,42 +37,28 @@ public final class MultiProcessBench
     /** Writer cycles (allocate, create, free) per second. */
     static final double WRITER_RATE = 100;
     static final Duration START_TIMEOUT = BenchDaemon.START_TIMEOUT;
-    /** The two daemons of the journal comparison. */
-    static final String[] JOURNAL_CONFIGS = {"on", "off"};
-    /** The round trips of the journal comparison, as {@link RoundTripMain} names them. */
-    static final String[] JOURNAL_KINDS = {"existing", "allocfree", "new"};
+    /** Child JVMs of the benchmark: a small heap, the serial collector, no GC thread competing for the cores. */
+    static final List<String> CHILD_FLAGS = List.of("-Xms256m", "-Xmx256m", "-XX:+UseSerialGC");
 
-    private final boolean quick;
-    private final Path out;
+    private final Plan plan;
     private final Path logs;
     private final Path resultFile;
-    private final List<String> childFlags = List.of("-Xms256m", "-Xmx256m", "-XX:+UseSerialGC");
 
-    private MultiProcessBench(final boolean quick, final Path out)
+    private MultiProcessBench(final Plan plan, final Path out)
     {
-        this.quick = quick;
-        this.out = out;
-        this.logs = out.resolve("multi-logs");
+        this.plan = plan;
+        this.logs = Child.logDirectory(out, "multi-logs");
         this.resultFile = out.resolve("multi.tsv");
     }
 
-    public static void run(final boolean quick, final Path out)
+    public static void run(final Plan plan, final Path out)
     {
-        new MultiProcessBench(quick, out).run();
+        new MultiProcessBench(plan, out).run();
     }
 
     private void run()
     {
-        try
-        {
-            Files.createDirectories(logs);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-        final double seconds = quick ? 2 : 5;
-        final int rounds = quick ? 3 : 4;
+        final double seconds = plan.pick(0.5, 2, 4);
         final int maxSecondaries = ReportTable.PROCESS_COUNTS[ReportTable.PROCESS_COUNTS.length - 1];
         final List<Child> secondaries = new ArrayList<>();
         Child writer = null;
@@ -83,11 +69,11 @@ public final class MultiProcessBench
             // Every secondary and the writer start once, together, and wait blocked on their standard input
             // between runs: no JVM start or JIT warm-up inside a run, no CPU spent by the idle ones.
             System.out.println("multi: starting " + maxSecondaries + " secondaries and a writer");
-            writer = Child.start("writer", logs.resolve("writer.log"), childFlags, WriterMain.class.getName(),
+            writer = Child.start("writer", logs.resolve("writer.log"), CHILD_FLAGS, WriterMain.class.getName(),
                 List.of(dir.toString()));
             for (int i = 0; i < maxSecondaries; i++)
             {
-                secondaries.add(Child.start("secondary-" + i, logs.resolve("secondary-" + i + ".log"), childFlags,
+                secondaries.add(Child.start("secondary-" + i, logs.resolve("secondary-" + i + ".log"), CHILD_FLAGS,
                     SecondaryMain.class.getName(), List.of(dir.toString(), String.valueOf(SECONDARY_ALLOC),
                         String.valueOf(SECONDARY_BUFFERS), String.valueOf(1000 + i))));
             }
@@ -96,27 +82,22 @@ public final class MultiProcessBench
             {
                 secondary.awaitLine(Handshake.READY::equals, START_TIMEOUT);
             }
-            // Rounds of every configuration, interleaved, so that a burst of load from elsewhere on a shared
-            // machine hits one round of one configuration, not all of one: each configuration keeps its best.
-            final Map<String, Measurement> best = new LinkedHashMap<>();
-            final Map<String, Long> errors = new LinkedHashMap<>();
-            int run = 0;
-            for (int round = 1; round <= rounds; round++)
+            final int[] run = {0};
+            for (int round = 1; round <= plan.rounds(); round++)
             {
+                final int r = round;
+                final Child w = writer;
+                final List<Runnable> configurations = new ArrayList<>();
                 for (final int n : ReportTable.PROCESS_COUNTS)
                 {
                     for (final boolean withWriter : new boolean[] {false, true})
                     {
-                        final Measurement m = lookups(++run, round, secondaries.subList(0, n),
-                            withWriter ? writer : null, seconds);
-                        best.merge(m.name(), m, (a, b) -> b.total() > a.total() ? b : a);
-                        errors.merge(m.name(), m.errors(), Long::sum);
+                        configurations.add(() -> record(lookups(++run[0], r, secondaries.subList(0, n),
+                            withWriter ? w : null, seconds)));
                     }
                 }
+                Plan.alternate(round, configurations);
             }
-            best.values().forEach(this::record);
-            errors.forEach((name, count) -> record("lookups." + name + ".errors", count, "failed lookups",
-                "in all rounds"));
             for (final Child child : secondaries)
             {
                 child.send(Handshake.QUIT);
@@ -127,7 +108,6 @@ public final class MultiProcessBench
                 child.awaitExit(START_TIMEOUT);
             }
             writer.awaitExit(START_TIMEOUT);
-            roundTrips(dir);
         }
         finally
         {
@@ -137,65 +117,6 @@ public final class MultiProcessBench
                 writer.close();
             }
         }
-        journalRoundTrips();
-    }
-
-    /**
-     * The round trips again against two fresh daemons, one with the event journal (the default 64 MiB) and one
-     * with {@code --journal-size 0}, the rounds alternating between them so that load from elsewhere hits both
-     * alike; each configuration and kind keeps its round of lowest p50. A CREATE_MR of an existing MR journals
-     * nothing, so the ALLOC + FREE round trip (an event each, and the FREE's memory event) and the new
-     * registration (MR_CREATED) are measured too.
-     */
-    private void journalRoundTrips()
-    {
-        final int existing = quick ? 20_000 : 100_000;
-        final int fresh = quick ? 300 : 2_000;
-        final int allocFree = quick ? 2_000 : 10_000;
-        final int rounds = quick ? 2 : 3;
-        final List<String> daemonArgs = List.of("--huge-dir", "none", "--no-mr-ext-memseg", "--max-memory", "1GiB");
-        final List<String> offArgs = new ArrayList<>(daemonArgs);
-        offArgs.addAll(List.of("--journal-size", "0"));
-        System.out.printf("multi: round trips with the journal on and off (%d rounds each)%n", rounds);
-        final Map<String, Map<String, String>> best = new LinkedHashMap<>();
-        try (BenchDaemon on = BenchDaemon.start(logs.resolve("daemon-journal-on.log"), daemonArgs);
-            BenchDaemon off = BenchDaemon.start(logs.resolve("daemon-journal-off.log"), offArgs))
-        {
-            for (int round = 1; round <= rounds; round++)
-            {
-                for (final String config : JOURNAL_CONFIGS)
-                {
-                    final String name = "rtt-journal-" + config + "-" + round;
-                    try (Child child = Child.start(name, logs.resolve(name + ".log"), childFlags,
-                        RoundTripMain.class.getName(), List.of((config.equals("on") ? on : off).dir().toString(),
-                            out.toString(), String.valueOf(existing), String.valueOf(fresh),
-                            String.valueOf(allocFree), "-journal-" + config)))
-                    {
-                        final Map<String, String> result = Handshake.parseResult(
-                            child.awaitLine(line -> line.startsWith(Handshake.RESULT), Duration.ofMinutes(5)));
-                        child.awaitExit(START_TIMEOUT);
-                        for (final String kind : JOURNAL_KINDS)
-                        {
-                            best.merge(config + "." + kind, result, (a, b) ->
-                                Double.parseDouble(b.get(kind + ".p50")) < Double.parseDouble(a.get(kind + ".p50")) ?
-                                    b : a);
-                        }
-                        System.out.printf("multi:   journal %s, round %d: existing p50 %s µs, alloc+free p50 %s µs, " +
-                            "new p50 %s µs%n", config, round, result.get("existing.p50"),
-                            result.get("allocfree.p50"), result.get("new.p50"));
-                    }
-                }
-            }
-        }
-        best.forEach((key, result) ->
-        {
-            final String kind = key.substring(key.indexOf('.') + 1);
-            for (final String p : new String[] {"p50", "p99", "p999", "max"})
-            {
-                record("journal." + key + "." + p, Double.parseDouble(result.get(kind + "." + p)), "us",
-                    "count " + result.get(kind + ".count") + ", best p50 of the rounds");
-            }
-        });
     }
 
     /**
@@ -269,42 +190,18 @@ public final class MultiProcessBench
     {
         for (int i = 0; i < m.rates().size(); i++)
         {
-            record("lookups." + m.name() + ".proc" + i, m.rates().get(i), "lookups/s", m.details().get(i));
+            record("lookups." + m.name() + ".proc" + i, m.round(), m.rates().get(i), "lookups/s", m.details().get(i));
         }
-        record("lookups." + m.name() + ".total", m.total(), "lookups/s", "best of the rounds: round " + m.round());
+        record("lookups." + m.name() + ".total", m.round(), m.total(), "lookups/s", "");
+        record("lookups." + m.name() + ".errors", m.round(), m.errors(), "failed lookups", "");
         if (!Double.isNaN(m.writerRate()))
         {
-            record("writer." + m.rates().size() + ".rate", m.writerRate(), "cycles/s", m.writerDetails());
+            record("writer." + m.rates().size() + ".rate", m.round(), m.writerRate(), "cycles/s", m.writerDetails());
         }
     }
 
-    private void roundTrips(final Path dir)
+    private void record(final String row, final int round, final double value, final String unit, final String note)
     {
-        final int existing = quick ? 20_000 : 100_000;
-        final int fresh = quick ? 300 : 2_000;
-        System.out.printf("multi: create round trips (%d to an existing MR, %d new registrations)%n", existing, fresh);
-        try (Child child = Child.start("create-rtt", logs.resolve("create-rtt.log"), childFlags,
-            RoundTripMain.class.getName(), List.of(dir.toString(), out.toString(), String.valueOf(existing),
-                String.valueOf(fresh))))
-        {
-            final Map<String, String> result = Handshake.parseResult(
-                child.awaitLine(line -> line.startsWith(Handshake.RESULT), Duration.ofMinutes(5)));
-            child.awaitExit(START_TIMEOUT);
-            for (final String kind : new String[] {"existing", "new"})
-            {
-                for (final String p : new String[] {"p50", "p99", "p999", "max"})
-                {
-                    record("create." + kind + "." + p, Double.parseDouble(result.get(kind + "." + p)), "us",
-                        "count " + result.get(kind + ".count"));
-                }
-            }
-            System.out.printf("multi:   existing p50 %s µs, new p50 %s µs%n", result.get("existing.p50"),
-                result.get("new.p50"));
-        }
-    }
-
-    private void record(final String row, final double value, final String unit, final String note)
-    {
-        ResultFile.append(resultFile, new ResultFile.Result("multi", row, value, unit, note));
+        ResultFile.append(resultFile, new ResultFile.Result("multi", row, round, value, unit, note));
     }
 }

@@ -11,10 +11,7 @@ import io.mrd.secondary.DaemonConnection;
 import io.mrd.secondary.MrdClient;
 import org.HdrHistogram.Histogram;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -28,10 +25,10 @@ import java.util.Map;
  * its own, as in {@link RoundTripMain}.
  * <p>
  * Prints READY once set up, then obeys its standard input: {@code start K LABEL} starts the loop on a thread,
- * recording into LABEL's histograms; {@code stop} ends it and prints {@code RESULT run=K cycles=N};
- * {@code quit} writes {@code OUT_DIR/inflight-LABEL-OP.hgrm} for every label and operation, prints one
- * {@code RESULT run=final} with {@code LABEL.OP.p50} (µs), {@code .p99}, {@code .p999}, {@code .max} and
- * {@code .count}, and exits.
+ * recording into histograms of this window; {@code stop} ends it and prints {@code RESULT run=K cycles=N} with
+ * the window's {@code OP.p50} (µs), {@code .p99}, {@code .p999}, {@code .max} and {@code .count}, and adds the
+ * window to LABEL's histograms; {@code quit} writes {@code OUT_DIR/inflight-LABEL-OP.hgrm} of every label and
+ * operation (all its windows) and exits.
  * <p>
  * Arguments: {@code DIR OUT_DIR}.
  */
@@ -45,7 +42,11 @@ public final class ProbeMain
     private final long existing;
     private final MrEntry entry = new MrEntry();
     private final Map<String, Histogram[]> histograms = new LinkedHashMap<>();
-    private volatile boolean stop;
+    private final Background background = new Background("bench-probe");
+    private String label;
+    private Histogram[] window;
+    /** Cycles of the last window, written by its thread before the join that reads it. */
+    private long cycles;
 
     private ProbeMain(final MrdClient client, final DaemonConnection connection, final long existing)
     {
@@ -73,73 +74,55 @@ public final class ProbeMain
             final ProbeMain probe = new ProbeMain(client, connection, kept.address() + 4096);
             RoundTripMain.createMr(connection, probe.existing, AddressPattern.BUFFER_LENGTH, probe.entry);
             // Class loading and the JIT out of the windows: a few hundred cycles recorded nowhere.
-            probe.cycles(new Histogram[] {histogram(), histogram(), histogram()}, 500);
-            System.out.println(Handshake.READY);
-            System.out.flush();
-            probe.obey(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)), out);
+            probe.cycles(perOperation(), 500);
+            Handshake.obey(probe::command);
+            probe.finish(out);
             client.free(kept);
         }
     }
 
-    private void obey(final BufferedReader commands, final Path out) throws Exception
+    private boolean command(final String[] words) throws InterruptedException
     {
-        String line;
-        String run = null;
-        Thread thread = null;
-        final long[] cycles = new long[1];
-        while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
+        if (words.length == 3 && words[0].equals("start") && !background.running())
         {
-            final String[] words = line.trim().split("\\s+");
-            if (words.length == 3 && words[0].equals("start") && null == thread)
-            {
-                run = words[1];
-                final Histogram[] window = histograms.computeIfAbsent(words[2],
-                    label -> new Histogram[] {histogram(), histogram(), histogram()});
-                stop = false;
-                thread = new Thread(() -> cycles[0] = cycles(window, Long.MAX_VALUE), "bench-probe");
-                thread.start();
-            }
-            else if (words[0].equals("stop") && null != thread)
-            {
-                stop = true;
-                thread.join();
-                thread = null;
-                final Map<String, Object> result = new LinkedHashMap<>();
-                result.put("run", run);
-                result.put("cycles", cycles[0]);
-                System.out.println(Handshake.result(result));
-                System.out.flush();
-            }
-            else
-            {
-                System.out.println("unknown command: " + line);
-            }
+            label = words[2];
+            final Histogram[] current = perOperation();
+            window = current;
+            background.start(words[1], () -> cycles = cycles(current, Long.MAX_VALUE));
+            return true;
         }
-        stop = true;
-        if (null != thread)
+        if (words[0].equals("stop") && background.running())
         {
-            thread.join();
+            final String run = background.stop();
+            final Histogram[] all = histograms.computeIfAbsent(label, name -> perOperation());
+            final Map<String, Object> result = new LinkedHashMap<>();
+            result.put("run", run);
+            result.put("cycles", cycles);
+            for (int op = 0; op < OPERATIONS.length; op++)
+            {
+                all[op].add(window[op]);
+                RoundTripMain.put(result, OPERATIONS[op], window[op]);
+            }
+            Handshake.print(result);
+            return true;
         }
-        final Map<String, Object> result = new LinkedHashMap<>();
-        result.put("run", "final");
-        histograms.forEach((label, window) ->
+        return false;
+    }
+
+    /**
+     * Stops a window still open at quit and writes every label's histograms.
+     */
+    private void finish(final Path out) throws Exception
+    {
+        background.stop();
+        for (final Map.Entry<String, Histogram[]> all : histograms.entrySet())
         {
             for (int op = 0; op < OPERATIONS.length; op++)
             {
-                final String name = label + "." + OPERATIONS[op];
-                RoundTripMain.put(result, name, window[op]);
-                try
-                {
-                    RoundTripMain.write(out.resolve("inflight-" + label + "-" + OPERATIONS[op] + ".hgrm"), window[op]);
-                }
-                catch (final Exception ex)
-                {
-                    System.out.println("cannot write the histogram of " + name + ": " + ex);
-                }
+                RoundTripMain.write(out.resolve("inflight-" + all.getKey() + "-" + OPERATIONS[op] + ".hgrm"),
+                    all.getValue()[op]);
             }
-        });
-        System.out.println(Handshake.result(result));
-        System.out.flush();
+        }
     }
 
     /**
@@ -150,7 +133,7 @@ public final class ProbeMain
     private long cycles(final Histogram[] window, final long limit)
     {
         long n = 0;
-        while (!stop && n < limit)
+        while (!background.stopping() && n < limit)
         {
             final long start = System.nanoTime();
             final MemorySegment segment = client.allocate(AddressPattern.CHUNK);
@@ -167,8 +150,10 @@ public final class ProbeMain
         return n;
     }
 
-    private static Histogram histogram()
+
+    /** One histogram per operation of {@link #OPERATIONS}, in its order. */
+    private static Histogram[] perOperation()
     {
-        return new Histogram(3_600_000_000_000L, 3);
+        return new Histogram[] {RoundTripMain.histogram(), RoundTripMain.histogram(), RoundTripMain.histogram()};
     }
 }

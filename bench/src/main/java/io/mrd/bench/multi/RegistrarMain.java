@@ -5,10 +5,7 @@ import io.mrd.secondary.ClientContext;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -39,17 +36,11 @@ public final class RegistrarMain
         try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).requestTimeoutMs(60_000)))
         {
             final MrCache cache = client.newCache();
-            System.out.println(Handshake.READY);
-            System.out.flush();
-            final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            String line;
-            while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
+            Handshake.obey(words ->
             {
-                final String[] words = line.trim().split("\\s+");
                 if (words.length != 2 || !words[0].equals("register"))
                 {
-                    System.out.println("unknown command: " + line);
-                    continue;
+                    return false;
                 }
                 final MemorySegment memory = client.allocate(length, Access.REMOTE_READ | Access.REMOTE_WRITE);
                 System.out.println(REGISTERING + words[1]);
@@ -65,9 +56,9 @@ public final class RegistrarMain
                 result.put("run", words[1]);
                 result.put("register", String.format(Locale.ROOT, "%.3f", (registered - start) / 1e9));
                 result.put("free", String.format(Locale.ROOT, "%.3f", (freed - registered) / 1e9));
-                System.out.println(Handshake.result(result));
-                System.out.flush();
-            }
+                Handshake.print(result);
+                return true;
+            });
         }
     }
 }

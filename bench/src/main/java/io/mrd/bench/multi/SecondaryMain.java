@@ -5,11 +5,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -41,7 +37,7 @@ public final class SecondaryMain
         this.mask = addresses.length - 1;
     }
 
-    public static void main(final String[] args) throws IOException
+    public static void main(final String[] args) throws Exception
     {
         final Path dir = Path.of(args[0]);
         final long alloc = Long.parseLong(args[1]);
@@ -64,28 +60,19 @@ public final class SecondaryMain
             }
             final SecondaryMain secondary = new SecondaryMain(client.newCache(), addresses);
             secondary.measure(1.0);
-            System.out.println(Handshake.READY);
-            System.out.flush();
-
-            final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            String line;
-            while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
+            Handshake.obey(words ->
             {
-                final String[] words = line.trim().split("\\s+");
-                if (words.length == 3 && words[0].equals("run"))
+                if (words.length != 3 || !words[0].equals("run"))
                 {
-                    final Map<String, Object> result = secondary.measure(Double.parseDouble(words[2]));
-                    final Map<String, Object> tagged = new LinkedHashMap<>();
-                    tagged.put("run", words[1]);
-                    tagged.putAll(result);
-                    System.out.println(Handshake.result(tagged));
-                    System.out.flush();
+                    return false;
                 }
-                else
-                {
-                    System.out.println("unknown command: " + line);
-                }
-            }
+                final Map<String, Object> result = secondary.measure(Double.parseDouble(words[2]));
+                final Map<String, Object> tagged = new LinkedHashMap<>();
+                tagged.put("run", words[1]);
+                tagged.putAll(result);
+                Handshake.print(tagged);
+                return true;
+            });
             client.free(memory);
         }
     }

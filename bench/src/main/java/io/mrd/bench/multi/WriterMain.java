@@ -5,11 +5,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -29,7 +25,9 @@ public final class WriterMain
 {
     private final MrdClient client;
     private final MrCache cache;
-    private volatile boolean stop;
+    /** The cycling thread's figures, read after it is joined. */
+    private final Map<String, Object> result = new LinkedHashMap<>();
+    private final Background background = new Background("bench-writer");
 
     private WriterMain(final MrdClient client)
     {
@@ -43,47 +41,30 @@ public final class WriterMain
         {
             final WriterMain writer = new WriterMain(client);
             writer.cycle();
-            System.out.println(Handshake.READY);
-            System.out.flush();
-            final BufferedReader commands = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-            String line;
-            String run = null;
-            Thread thread = null;
-            final Map<String, Object> result = new LinkedHashMap<>();
-            while (null != (line = commands.readLine()) && !line.equals(Handshake.QUIT))
-            {
-                final String[] words = line.trim().split("\\s+");
-                if (words.length == 3 && words[0].equals("start") && null == thread)
-                {
-                    run = words[1];
-                    final double rate = Double.parseDouble(words[2]);
-                    writer.stop = false;
-                    result.clear();
-                    thread = new Thread(() -> writer.cycleAt(rate, result), "bench-writer");
-                    thread.start();
-                }
-                else if (words[0].equals("stop") && null != thread)
-                {
-                    writer.stop = true;
-                    thread.join();
-                    thread = null;
-                    final Map<String, Object> tagged = new LinkedHashMap<>();
-                    tagged.put("run", run);
-                    tagged.putAll(result);
-                    System.out.println(Handshake.result(tagged));
-                    System.out.flush();
-                }
-                else
-                {
-                    System.out.println("unknown command: " + line);
-                }
-            }
-            writer.stop = true;
-            if (null != thread)
-            {
-                thread.join();
-            }
+            Handshake.obey(writer::command);
+            writer.background.stop();
         }
+    }
+
+    private boolean command(final String[] words) throws InterruptedException
+    {
+        if (words.length == 3 && words[0].equals("start") && !background.running())
+        {
+            final double rate = Double.parseDouble(words[2]);
+            result.clear();
+            background.start(words[1], () -> cycleAt(rate, result));
+            return true;
+        }
+        if (words[0].equals("stop") && background.running())
+        {
+            final String run = background.stop();
+            final Map<String, Object> tagged = new LinkedHashMap<>();
+            tagged.put("run", run);
+            tagged.putAll(result);
+            Handshake.print(tagged);
+            return true;
+        }
+        return false;
     }
 
     private void cycleAt(final double rate, final Map<String, Object> result)
@@ -94,7 +75,7 @@ public final class WriterMain
         long errors = 0;
         final long start = System.nanoTime();
         long next = start;
-        while (!stop)
+        while (!background.stopping())
         {
             next += period;
             final long wait = next - System.nanoTime();

@@ -1,19 +1,37 @@
 package io.mrd.bench.report;
 
-import io.mrd.bench.report.ResultFile.Result;
+import io.mrd.bench.report.Format.Scale;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalDouble;
+import java.util.SortedMap;
+import java.util.function.DoubleBinaryOperator;
+import java.util.function.DoubleFunction;
+
+import static io.mrd.bench.report.Format.MISSING;
+import static io.mrd.bench.report.Format.NONE;
+import static io.mrd.bench.report.Format.count;
+import static io.mrd.bench.report.Format.gbps;
+import static io.mrd.bench.report.Format.micros;
+import static io.mrd.bench.report.Format.ns;
+import static io.mrd.bench.report.Format.perSecond;
+import static io.mrd.bench.report.Format.ratio;
 
 /**
- * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14, its Java value, the C reference (or
- * the value it is compared with), the ratio, the target and whether it was met. Built from the joined result
- * lines ({@link ResultFile}); a measurement that is missing shows as such and fails its target. Targets come in
- * four kinds: a ceiling on a ratio of times (lower is better), a floor on a ratio of rates (higher is better:
- * lookups/s, GB/s), a ceiling on a percentile's ratio, and an absolute margin over the reference in µs.
+ * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14, its value and its reference's
+ * (medians over the rounds), the row's figure against the reference (a ratio, or a margin in µs), that figure's
+ * range over the rounds, how many rounds there were, the target and the verdict. Built from the joined result
+ * lines ({@link Results}).
+ * <p>
+ * A row and its reference are measured in alternating rounds, back to back, so the figure is computed per round
+ * (the row's round k against the reference's round k), and the median and the range are of those figures: drift
+ * of the machine between rounds moves both sides of a round alike. The verdict is "met" when every round meets
+ * the target, "unstable" when the range crosses it, "no" when no round meets it ({@link Target#verdict}); a
+ * measurement that is missing shows as such and fails its target. Rows without a target still show their
+ * figure and range.
  */
 public final class ReportTable
 {
@@ -34,18 +52,38 @@ public final class ReportTable
     /** Most a round trip's p50 with the event journal may be over its p50 without it. */
     public static final double JOURNAL_MAX_RATIO = 1.05;
 
-    static final String YES = "yes";
-    static final String NO = "no";
-    static final String NONE = "—";
+    static final String MISSING_VERDICT = Target.Verdict.NO.word() + " (missing)";
 
     /**
-     * One line of the table.
+     * One line of the table: {@code value} and {@code reference} are medians over the rounds, {@code ratio} the
+     * median of the per-round figures and {@code range} their least and greatest.
      */
-    public record Row(String label, String value, String reference, String ratio, String target, String met)
+    public record Row(String label, String value, String reference, String ratio, String range, String rounds,
+        String target, String verdict)
+    {
+        Row withVerdict(final String newVerdict)
+        {
+            return new Row(label, value, reference, ratio, range, rounds, target, newVerdict);
+        }
+    }
+
+    /**
+     * How many rows have a target, and of those how many were met, unstable and missed.
+     */
+    public record Counts(int withTarget, int met, int unstable, int missed)
+    {
+        public String summary()
+        {
+            return met + " of " + withTarget + " targets met, " + unstable + " unstable, " + missed + " not met";
+        }
+    }
+
+    /** One side of a row: its values by round and the text that shows their median ({@link #MISSING} if none). */
+    private record Side(SortedMap<Integer, Double> rounds, String text)
     {
     }
 
-    private final Map<String, Result> results;
+    private final Results results;
     private final int cores;
 
     /**
@@ -53,7 +91,7 @@ public final class ReportTable
      * @param cores   the machine's cores: the 4-secondary scaling target needs at least 4, and on fewer the
      *                table asks of 2 secondaries what it asks of 4 (each its share: 3.5 / 4 per process).
      */
-    public ReportTable(final Map<String, Result> results, final int cores)
+    public ReportTable(final Results results, final int cores)
     {
         this.results = results;
         this.cores = cores;
@@ -76,8 +114,8 @@ public final class ReportTable
         }
         rows.add(versusC("lkey(addr, len) whole path, 4 MRs (top half)", "lkey.4", 1.15));
         rows.add(versusC("lkey(addr, len) whole path, 64 MRs (bottom half)", "lkey.64", 1.2));
-        rows.add(writerJava());
-        rows.add(writerC());
+        rows.add(writer("java", "Java"));
+        rows.add(writer("c", "C"));
         rows.addAll(multiProcess());
         rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p50", "p50", 0.8));
         rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p99", "p99", 2.0));
@@ -95,144 +133,175 @@ public final class ReportTable
     public String markdown()
     {
         final StringBuilder out = new StringBuilder();
-        out.append("| row | Java | C / reference | ratio | target | met? |\n");
-        out.append("|---|---:|---:|---:|---|---|\n");
+        out.append("| row | Java | C / reference | ratio | min–max | rounds | target | verdict |\n");
+        out.append("|---|---:|---:|---:|---:|---:|---|---|\n");
         for (final Row row : rows())
         {
-            out.append("| ").append(row.label()).append(" | ").append(row.value()).append(" | ")
-                .append(row.reference()).append(" | ").append(row.ratio()).append(" | ").append(row.target())
-                .append(" | ").append(row.met()).append(" |\n");
+            out.append("| ").append(String.join(" | ", row.label(), row.value(), row.reference(), row.ratio(),
+                row.range(), row.rounds(), row.target(), row.verdict())).append(" |\n");
         }
         return out.toString();
     }
 
     /**
-     * @return the number of rows with a target, and of those met, as {@code {withTarget, met}}.
+     * @return how many rows have a target (their verdict is met, unstable or no) and how they fared.
      */
-    public int[] targetCounts()
+    public Counts targetCounts()
     {
-        int withTarget = 0;
         int met = 0;
+        int unstable = 0;
+        int missed = 0;
         for (final Row row : rows())
         {
-            if (row.met().startsWith(YES) || row.met().startsWith(NO))
+            final String word = row.verdict().split(" ")[0];
+            if (word.equals(Target.Verdict.MET.word()))
             {
-                withTarget++;
-                met += row.met().startsWith(YES) ? 1 : 0;
+                met++;
+            }
+            else if (word.equals(Target.Verdict.UNSTABLE.word()))
+            {
+                unstable++;
+            }
+            else if (word.equals(Target.Verdict.NO.word()))
+            {
+                missed++;
             }
         }
-        return new int[] {withTarget, met};
+        return new Counts(met + unstable + missed, met, unstable, missed);
     }
+
+    // The common shape ---------------------------------------------------------------------------------------
+
+    private Side side(final String source, final String row, final DoubleFunction<String> text)
+    {
+        final SortedMap<Integer, Double> rounds = results.rounds(source, row);
+        final OptionalDouble median = results.median(source, row);
+        return new Side(rounds, median.isPresent() ? text.apply(median.getAsDouble()) : MISSING);
+    }
+
+    /** A side shown as its percentiles (medians over the rounds), compared by one of them. */
+    private Side percentiles(final String source, final String prefix, final String percentile, final String lead)
+    {
+        return side(source, prefix + "." + percentile, v -> lead + percentilesText(source, prefix));
+    }
+
+    /**
+     * A row against its reference: the per-round figure {@code perRound(row, reference)}, its median and range,
+     * the verdict against {@code target} (none: no verdict).
+     */
+    private static Row compare(final String label, final Side row, final Side reference,
+        final DoubleBinaryOperator perRound, final Scale scale, final String suffix, final Target target)
+    {
+        final Optional<Spread> spread = Spread.paired(row.rounds(), reference.rounds(), perRound);
+        final String targetText = null == target ? NONE : target.text();
+        if (spread.isEmpty())
+        {
+            return new Row(label, row.text(), reference.text(), NONE, NONE, "0", targetText,
+                null == target ? NONE : MISSING_VERDICT);
+        }
+        final Spread s = spread.get();
+        return new Row(label, row.text(), reference.text(), scale.value(s.median()) + suffix,
+            scale.range(s.min(), s.max()), String.valueOf(s.rounds()), targetText,
+            null == target ? NONE : target.verdict(s).word());
+    }
+
+    private static double quotient(final double row, final double reference)
+    {
+        return row / reference;
+    }
+
+    // Lookups ---------------------------------------------------------------------------------------------------
 
     private Row versusC(final String label, final String row, final double maxRatio)
     {
-        final OptionalDouble java = value("java", row);
-        final OptionalDouble c = value("c", row);
-        final String target = maxRatio > 0 ? "≤ " + ratio(maxRatio) + " C" : NONE;
-        if (java.isEmpty() || c.isEmpty())
-        {
-            return new Row(label, java.isPresent() ? ns(java.getAsDouble()) : "missing",
-                c.isPresent() ? ns(c.getAsDouble()) : "missing", NONE, target, maxRatio > 0 ? NO + " (missing)" : NONE);
-        }
-        final double r = java.getAsDouble() / c.getAsDouble();
-        return new Row(label, ns(java.getAsDouble()), ns(c.getAsDouble()), ratio(r), target,
-            maxRatio > 0 ? yesNo(r <= maxRatio) : NONE);
+        return compare(label, side("java", row, Format::ns), side("c", row, Format::ns), ReportTable::quotient,
+            Scale.TIMES, "", maxRatio > 0 ? Target.atMost(maxRatio, "≤ " + ratio(maxRatio) + " C") : null);
     }
 
-    private Row writerJava()
+    /**
+     * The key from a handle beside the C MRU hit: no target, the row shows what a kept buffer saves.
+     */
+    private Row handle(final String label, final String row)
     {
-        final String label = "global search, 65,536 entries, writer at 100k writes/s: Java" + rate("java");
-        final OptionalDouble with = value("java", "globalwriter.100000");
-        final OptionalDouble without = value("java", "globalwriter.0");
-        if (with.isEmpty() || without.isEmpty())
-        {
-            return new Row(label, with.isPresent() ? ns(with.getAsDouble()) : "missing",
-                without.isPresent() ? "no writer: " + ns(without.getAsDouble()) : "missing", NONE,
-                "≥ 0.80× without", NO + " (missing)");
-        }
-        final double r = without.getAsDouble() / with.getAsDouble();
-        return new Row(label, ns(with.getAsDouble()), "no writer: " + ns(without.getAsDouble()),
-            ratio(r) + " lookups/s", "≥ 0.80× without", yesNo(r >= 0.8));
+        return compare(label, side("java", row, Format::ns), side("c", "tophalf.mru", Format::ns),
+            ReportTable::quotient, Scale.TIMES, "", null);
     }
 
-    private Row writerC()
+    /**
+     * The global search with a writer against the same search without one, as lookups/s (higher is better):
+     * the Java row has the target, the C row is its reference.
+     */
+    private Row writer(final String source, final String language)
     {
-        final String label = "global search, 65,536 entries, writer at 100k writes/s: C" + rate("c");
-        final OptionalDouble with = value("c", "globalwriter.100000");
-        final OptionalDouble without = value("c", "globalwriter.0");
-        if (with.isEmpty() || without.isEmpty())
+        final OptionalDouble rate = results.median(source, "globalwriter.rate");
+        final String label = "global search, 65,536 entries, writer at 100k writes/s: " + language +
+            (rate.isPresent() ? String.format(Locale.ROOT, " (reached %,.0f/s)", rate.getAsDouble()) : "");
+        final Side with = side(source, "globalwriter.100000", Format::ns);
+        final Side without = side(source, "globalwriter.0", v -> "no writer: " + ns(v));
+        final DoubleBinaryOperator lookupsPerSecond = (w, wo) -> wo / w;
+        if (source.equals("java"))
         {
-            return new Row(label, NONE, "missing", NONE, "reference", NONE);
+            return compare(label, with, without, lookupsPerSecond, Scale.TIMES, " lookups/s",
+                Target.atLeast(0.8, "≥ 0.80× without"));
         }
-        return new Row(label, NONE, ns(with.getAsDouble()) + " (no writer: " + ns(without.getAsDouble()) + ")",
-            ratio(without.getAsDouble() / with.getAsDouble()) + " lookups/s", "reference", NONE);
+        final Row row = compare(label, with, without, lookupsPerSecond, Scale.TIMES, " lookups/s", null);
+        return new Row(label, NONE, with.text() + (without.rounds().isEmpty() ? "" : " (" + without.text() + ")"),
+            row.ratio(), row.range(), row.rounds(), "reference", NONE);
     }
 
-    private String rate(final String source)
-    {
-        final OptionalDouble rate = value(source, "globalwriter.rate");
-        return rate.isPresent() ? String.format(Locale.ROOT, " (reached %,.0f/s)", rate.getAsDouble()) : "";
-    }
+    // Multi-process lookups ------------------------------------------------------------------------------------
 
     private List<Row> multiProcess()
     {
         final List<Row> rows = new ArrayList<>();
-        final OptionalDouble one = value("multi", "lookups.1.total");
+        final Side one = side("multi", "lookups.1.total", v -> "1 secondary: " + perSecond(v));
         for (final int n : PROCESS_COUNTS)
         {
             final long failed = errors(String.valueOf(n));
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
                 perProcess("lookups." + n) + errorNote(failed);
-            final OptionalDouble total = value("multi", "lookups." + n + ".total");
+            final Side total = side("multi", "lookups." + n + ".total", Format::perSecond);
             if (n == 1)
             {
-                rows.add(new Row(label, total.isPresent() ? perSecond(total.getAsDouble()) : "missing", NONE,
-                    NONE, NONE, NONE));
+                final int rounds = total.rounds().size();
+                rows.add(new Row(label, total.text(), NONE, NONE, rounds > 0 ? range(total, Format::perSecond) : NONE,
+                    String.valueOf(rounds), NONE, NONE));
                 continue;
             }
             final double wanted = 3.5 * n / 4;
             final boolean applies = n == 4 ? cores >= 4 : cores < 4 && n <= cores;
-            final String target = n == 4 ? "≥ 3.50× 1 secondary (≥ 4 cores)" :
+            final String targetText = n == 4 ? "≥ 3.50× 1 secondary (≥ 4 cores)" :
                 applies ? "≥ " + ratio(wanted) + " 1 secondary (" + cores + " cores: 3.5/4 per core)" : NONE;
-            if (total.isEmpty() || one.isEmpty())
-            {
-                rows.add(new Row(label, total.isPresent() ? perSecond(total.getAsDouble()) : "missing",
-                    one.isPresent() ? "1 secondary: " + perSecond(one.getAsDouble()) : "missing", NONE, target,
-                    applies ? NO + " (missing)" : notApplicable(n)));
-                continue;
-            }
-            final double r = total.getAsDouble() / one.getAsDouble();
-            rows.add(new Row(label, perSecond(total.getAsDouble()), "1 secondary: " + perSecond(one.getAsDouble()),
-                ratio(r), target, applies ? failedOr(failed, yesNo(r >= wanted)) : notApplicable(n)));
+            final Row row = compare(label, total, one, ReportTable::quotient, Scale.TIMES, "",
+                Target.atLeast(wanted, targetText));
+            rows.add(applies ? failedOr(failed, row) : new Row(label, row.value(), row.reference(), row.ratio(),
+                row.range(), row.rounds(), targetText, n == 4 && cores < 4 ? "n/a (" + cores + " cores)" : NONE));
         }
         for (final int n : PROCESS_COUNTS)
         {
-            final OptionalDouble writerRate = value("multi", "writer." + n + ".rate");
+            final OptionalDouble writerRate = results.median("multi", "writer." + n + ".rate");
             final String writer = writerRate.isPresent() ?
                 String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
             final long failed = errors(n + ".writer");
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
                 ", writer allocating+creating+freeing 100/s" + writer + errorNote(failed);
-            final OptionalDouble with = value("multi", "lookups." + n + ".writer.total");
-            final OptionalDouble without = value("multi", "lookups." + n + ".total");
-            if (with.isEmpty() || without.isEmpty())
-            {
-                rows.add(new Row(label, with.isPresent() ? perSecond(with.getAsDouble()) : "missing",
-                    without.isPresent() ? "no writer: " + perSecond(without.getAsDouble()) : "missing", NONE,
-                    "≥ 0.80× without", NO + " (missing)"));
-                continue;
-            }
-            final double r = with.getAsDouble() / without.getAsDouble();
-            rows.add(new Row(label, perSecond(with.getAsDouble()), "no writer: " + perSecond(without.getAsDouble()),
-                ratio(r), "≥ 0.80× without", failedOr(failed, yesNo(r >= 0.8))));
+            rows.add(failedOr(failed, compare(label, side("multi", "lookups." + n + ".writer.total",
+                    Format::perSecond), side("multi", "lookups." + n + ".total", v -> "no writer: " + perSecond(v)),
+                ReportTable::quotient, Scale.TIMES, "", Target.atLeast(0.8, "≥ 0.80× without"))));
         }
         return rows;
     }
 
+    /** A side's own range over its rounds, for a row with no reference. */
+    private static String range(final Side side, final DoubleFunction<String> text)
+    {
+        final Spread spread = Spread.of(side.rounds().values());
+        return text.apply(spread.min()) + " – " + text.apply(spread.max());
+    }
+
     private long errors(final String name)
     {
-        final OptionalDouble failed = value("multi", "lookups." + name + ".errors");
-        return failed.isPresent() ? (long)failed.getAsDouble() : 0;
+        return (long)results.sum("multi", "lookups." + name + ".errors");
     }
 
     private static String errorNote(final long failed)
@@ -240,14 +309,9 @@ public final class ReportTable
         return failed > 0 ? " — " + failed + " lookups FAILED (see multi-logs/)" : "";
     }
 
-    private static String failedOr(final long failed, final String met)
+    private static Row failedOr(final long failed, final Row row)
     {
-        return failed > 0 ? NO + " (" + failed + " failed lookups)" : met;
-    }
-
-    private String notApplicable(final int n)
-    {
-        return n == 4 && cores < 4 ? "n/a (" + cores + " cores)" : NONE;
+        return failed > 0 ? row.withVerdict(Target.Verdict.NO.word() + " (" + failed + " failed lookups)") : row;
     }
 
     private String perProcess(final String prefix)
@@ -255,7 +319,7 @@ public final class ReportTable
         final List<String> values = new ArrayList<>();
         for (int i = 0; ; i++)
         {
-            final OptionalDouble v = value("multi", prefix + ".proc" + i);
+            final OptionalDouble v = results.median("multi", prefix + ".proc" + i);
             if (v.isEmpty())
             {
                 break;
@@ -265,19 +329,22 @@ public final class ReportTable
         return values.size() > 1 ? " (each: " + String.join(", ", values) + ")" : "";
     }
 
+    // Round trips and registrations ----------------------------------------------------------------------------
+
+    /**
+     * The create round trip to an existing MR against the warm C ping-pong of the same round (both sides blocking
+     * in {@code read}, back to back); the ping-pong after an idle pause is shown beside it, as information.
+     */
     private Row createRoundTrip(final String label, final String percentile, final double maxRatio)
     {
-        final OptionalDouble java = value("multi", "create.existing." + percentile);
-        final OptionalDouble c = value("c", "pingpong." + percentile);
-        final String target = percentile + " ≤ " + ratio(maxRatio) + " C ping-pong";
-        final String javaText = java.isPresent() ? percentiles("multi", "create.existing") : "missing";
-        final String cText = c.isPresent() ? "ping-pong " + percentiles("c", "pingpong") : "missing";
-        if (java.isEmpty() || c.isEmpty())
-        {
-            return new Row(label, javaText, cText, NONE, target, NO + " (missing)");
-        }
-        final double r = java.getAsDouble() / c.getAsDouble();
-        return new Row(label, javaText, cText, ratio(r) + " (" + percentile + ")", target, yesNo(r <= maxRatio));
+        final OptionalDouble idle = results.median("c", "pingpong.idle.p50");
+        final OptionalDouble pause = results.median("c", "pingpong.idle.pause");
+        final String idleText = idle.isPresent() ? "; idle (after a " + micros(pause) + " µs pause): p50 " +
+            micros(idle) + " µs" : "";
+        return compare(label, percentiles("multi", "create.existing", percentile, ""),
+            side("c", "pingpong." + percentile, v -> "ping-pong warm " + percentilesText("c", "pingpong") + idleText),
+            ReportTable::quotient, Scale.TIMES, " (" + percentile + ")",
+            Target.atMost(maxRatio, percentile + " ≤ " + ratio(maxRatio) + " C ping-pong"));
     }
 
     /**
@@ -286,19 +353,10 @@ public final class ReportTable
      */
     private Row newRegistration()
     {
-        final String label = "create round trip, new 2 MiB registration, p50";
-        final OptionalDouble java = value("multi", "create.new.p50");
-        final OptionalDouble c = value("c", "fresh2m.p50");
-        final String target = "p50 ≤ C + " + micros(OptionalDouble.of(NEW_REGISTRATION_MARGIN_US)) + " µs";
-        final String javaText = java.isPresent() ? percentiles("multi", "create.new") : "missing";
-        final String cText = c.isPresent() ? "fresh 2 MiB mlock " + percentiles("c", "fresh2m") : "missing";
-        if (java.isEmpty() || c.isEmpty())
-        {
-            return new Row(label, javaText, cText, NONE, target, NO + " (missing)");
-        }
-        final double over = java.getAsDouble() - c.getAsDouble();
-        return new Row(label, javaText, cText, String.format(Locale.ROOT, "C %s %s µs (p50)", over < 0 ? "−" : "+",
-            micros(OptionalDouble.of(Math.abs(over)))), target, yesNo(over <= NEW_REGISTRATION_MARGIN_US));
+        return compare("create round trip, new 2 MiB registration, p50",
+            percentiles("multi", "create.new", "p50", ""), percentiles("c", "fresh2m", "p50", "fresh 2 MiB mlock "),
+            (row, reference) -> row - reference, Scale.MARGIN_US, " (p50)", Target.atMost(NEW_REGISTRATION_MARGIN_US,
+                "p50 ≤ C + " + micros(NEW_REGISTRATION_MARGIN_US) + " µs"));
     }
 
     /**
@@ -308,25 +366,17 @@ public final class ReportTable
     private List<Row> largeAllocations()
     {
         final List<Row> rows = new ArrayList<>();
-        final OptionalDouble huge = value("multi", "alloc.hugetlbfs");
+        final OptionalDouble huge = results.median("multi", "alloc.hugetlbfs");
         final String backing = huge.isEmpty() ? "" : huge.getAsDouble() > 0 ? ", hugetlbfs" : ", tmpfs";
         for (final int gib : ALLOCATE_SIZES_GIB)
         {
-            final OptionalDouble c = value("c", "populate." + gib + "g");
+            final Side c = side("c", "populate." + gib + "g", v -> "MAP_POPULATE + mlock " + gbps(v));
             for (final String way : new String[] {"lookup", "registered"})
             {
                 final String label = (way.equals("lookup") ? "allocate + first lkey(addr, len)" :
                     "allocateRegistered (keys in the reply)") + ", " + gib + " GiB" + backing;
-                final OptionalDouble java = value("multi", "alloc." + gib + "g." + way);
-                final String cText = c.isPresent() ? "MAP_POPULATE + mlock " + gbps(c.getAsDouble()) : "missing";
-                if (java.isEmpty() || c.isEmpty())
-                {
-                    rows.add(new Row(label, java.isPresent() ? gbps(java.getAsDouble()) : "missing", cText, NONE,
-                        "≥ 1.00× C", NO + " (missing)"));
-                    continue;
-                }
-                final double r = java.getAsDouble() / c.getAsDouble();
-                rows.add(new Row(label, gbps(java.getAsDouble()), cText, ratio(r), "≥ 1.00× C", yesNo(r >= 1.0)));
+                rows.add(compare(label, side("multi", "alloc." + gib + "g." + way, Format::gbps), c,
+                    ReportTable::quotient, Scale.TIMES, "", Target.atLeast(1.0, "≥ 1.00× C")));
             }
         }
         return rows;
@@ -334,7 +384,7 @@ public final class ReportTable
 
     /**
      * One client's requests while another registers: p99 with the registration in flight against p99 without
-     * it, both from the same run and daemon.
+     * it, the two windows of a round back to back on the same daemon.
      */
     private List<Row> inFlight()
     {
@@ -347,27 +397,19 @@ public final class ReportTable
                 case "free" -> "FREE 2 MiB";
                 default -> "CREATE_MR of an existing MR";
             };
-            final String label = name + " while another client registers 1 GiB (2 s injected latency), p99";
-            final OptionalDouble busy = value("multi", "inflight.busy." + op + ".p99");
-            final OptionalDouble idle = value("multi", "inflight.idle." + op + ".p99");
-            final String busyText = busy.isPresent() ? percentiles("multi", "inflight.busy." + op) : "missing";
-            final String idleText = idle.isPresent() ? "without: " + percentiles("multi", "inflight.idle." + op) :
-                "missing";
-            if (busy.isEmpty() || idle.isEmpty())
-            {
-                rows.add(new Row(label, busyText, idleText, NONE, "p99 ≤ 2.00× without", NO + " (missing)"));
-                continue;
-            }
-            final double r = busy.getAsDouble() / idle.getAsDouble();
-            rows.add(new Row(label, busyText, idleText, ratio(r) + " (p99)", "p99 ≤ 2.00× without",
-                yesNo(r <= 2.0)));
+            rows.add(compare(name + " while another client registers 1 GiB (2 s injected latency), p99",
+                percentiles("multi", "inflight.busy." + op, "p99", ""),
+                percentiles("multi", "inflight.idle." + op, "p99", "without: "), ReportTable::quotient, Scale.TIMES,
+                " (p99)", Target.atMost(2.0, "p99 ≤ 2.00× without")));
         }
         return rows;
     }
 
+    // The buffer pool and the journal --------------------------------------------------------------------------
+
     /**
      * The buffer pool (issue 14): acquire + release beside Netty's PooledByteBufAllocator of the same size in
-     * the same JMH run, from one and two threads, and the key of a pooled buffer beside the MrCache MRU hit.
+     * the same JMH round, from one and two threads, and the key of a pooled buffer beside the MrCache MRU hit.
      */
     private List<Row> pool()
     {
@@ -379,55 +421,34 @@ public final class ReportTable
                 final String label = "pool acquire + release, " + (size >= 1 << 20 ? (size >> 20) + " MiB" :
                     (size >> 10) + " KiB") + (threads.equals("TwoThreads") ? ", 2 threads" : ", 1 thread") +
                     " (reference: Netty PooledByteBufAllocator)";
-                rows.add(versus(label, "pool" + threads + "." + size, "netty" + threads + "." + size, 1.2));
+                rows.add(compare(label, side("java", "pool" + threads + "." + size, Format::ns),
+                    side("java", "netty" + threads + "." + size, Format::ns), ReportTable::quotient, Scale.TIMES, "",
+                    Target.atMost(1.2, "≤ " + ratio(1.2) + " Netty")));
             }
         }
-        final OptionalDouble key = value("java", "poolKey.4096");
-        final OptionalDouble mru = value("java", "tophalf.mru");
-        rows.add(new Row("key from pooled buffer, PooledBuffer.lkey() (8 buffers; reference: MrCache MRU hit)",
-            key.isPresent() ? ns(key.getAsDouble()) : "missing", mru.isPresent() ? ns(mru.getAsDouble()) : "missing",
-            key.isPresent() && mru.isPresent() ? ratio(key.getAsDouble() / mru.getAsDouble()) : NONE, NONE, NONE));
+        rows.add(compare("key from pooled buffer, PooledBuffer.lkey() (8 buffers; reference: MrCache MRU hit)",
+            side("java", "poolKey.4096", Format::ns), side("java", "tophalf.mru", Format::ns), ReportTable::quotient,
+            Scale.TIMES, "", null));
         return rows;
-    }
-
-    /** Two Java rows of one run: {@code row}'s time against {@code reference}'s, a ceiling on the ratio. */
-    private Row versus(final String label, final String row, final String reference, final double maxRatio)
-    {
-        final OptionalDouble java = value("java", row);
-        final OptionalDouble ref = value("java", reference);
-        final String target = "≤ " + ratio(maxRatio) + " Netty";
-        if (java.isEmpty() || ref.isEmpty())
-        {
-            return new Row(label, java.isPresent() ? ns(java.getAsDouble()) : "missing",
-                ref.isPresent() ? ns(ref.getAsDouble()) : "missing", NONE, target, NO + " (missing)");
-        }
-        final double r = java.getAsDouble() / ref.getAsDouble();
-        return new Row(label, ns(java.getAsDouble()), ns(ref.getAsDouble()), ratio(r), target, yesNo(r <= maxRatio));
     }
 
     /**
      * The event journal: the append cost of one event (no target: the issue sets none; beside it, as a scale,
-     * the ALLOC + FREE round trip it is appended on, without the journal), and the round trips of two fresh
-     * daemons, journal on and off, p50 against p50. A CREATE_MR of an existing MR journals nothing, so the
-     * requests that do (ALLOC + FREE: ALLOC, FREE and its memory event; a new registration: MR_CREATED) have rows
-     * of their own with the same target.
+     * the ALLOC + FREE round trip it is appended on, without the journal, the rounds paired by number), and the
+     * round trips of two daemons, journal on and off, p50 against p50 in the same round. A CREATE_MR of an
+     * existing MR journals nothing, so the requests that do (ALLOC + FREE: ALLOC, FREE and its memory event; a new
+     * registration: MR_CREATED) have rows of their own with the same target.
      */
     private List<Row> journal()
     {
         final List<Row> rows = new ArrayList<>();
-        final OptionalDouble one = value("java", "journalappend");
-        final OptionalDouble two = value("java", "journalappend2");
-        final OptionalDouble allocFreeOff = value("multi", "journal.off.allocfree.p50");
-        rows.add(new Row("journal append, per event, 1 thread (MappedEventJournal, 64 MiB on tmpfs)",
-            one.isPresent() ? ns(one.getAsDouble()) : "missing",
-            allocFreeOff.isPresent() ? "ALLOC + FREE round trip, journal off: p50 " + micros(allocFreeOff) + " µs" :
-                "missing",
-            one.isPresent() && allocFreeOff.isPresent() ? String.format(Locale.ROOT, "%.3f%% of it",
-                100 * one.getAsDouble() / (allocFreeOff.getAsDouble() * 1e3)) : NONE, NONE, NONE));
-        rows.add(new Row("journal append, per event, 2 threads appending at once",
-            two.isPresent() ? ns(two.getAsDouble()) : "missing", one.isPresent() ? "1 thread: " +
-            ns(one.getAsDouble()) : "missing",
-            one.isPresent() && two.isPresent() ? ratio(two.getAsDouble() / one.getAsDouble()) : NONE, NONE, NONE));
+        final Side one = side("java", "journalappend", Format::ns);
+        rows.add(compare("journal append, per event, 1 thread (MappedEventJournal, 64 MiB on tmpfs)", one,
+            side("multi", "nojournal.allocfree.p50", v -> "ALLOC + FREE round trip, journal off: p50 " + micros(v) +
+                " µs"), (append, roundTrip) -> 100 * append / (roundTrip * 1e3), Scale.PERCENT, " of it", null));
+        rows.add(compare("journal append, per event, 2 threads appending at once",
+            side("java", "journalappend2", Format::ns), side("java", "journalappend", v -> "1 thread: " + ns(v)),
+            ReportTable::quotient, Scale.TIMES, "", null));
         rows.add(journalOnOff("create round trip to an existing MR, journal on / off, p50 (journals nothing)",
             "existing"));
         rows.add(journalOnOff("ALLOC + FREE 2 MiB round trip, journal on / off, p50 (ALLOC, FREE, memory event)",
@@ -437,88 +458,18 @@ public final class ReportTable
         return rows;
     }
 
+    /** The default daemon (journal on: the {@code create.*} rows) against one with {@code --journal-size 0}. */
     private Row journalOnOff(final String label, final String kind)
     {
-        final OptionalDouble on = value("multi", "journal.on." + kind + ".p50");
-        final OptionalDouble off = value("multi", "journal.off." + kind + ".p50");
-        final String target = "p50 ≤ " + ratio(JOURNAL_MAX_RATIO) + " off";
-        final String onText = on.isPresent() ? percentiles("multi", "journal.on." + kind) : "missing";
-        final String offText = off.isPresent() ? "off: " + percentiles("multi", "journal.off." + kind) : "missing";
-        if (on.isEmpty() || off.isEmpty())
-        {
-            return new Row(label, onText, offText, NONE, target, NO + " (missing)");
-        }
-        final double r = on.getAsDouble() / off.getAsDouble();
-        return new Row(label, onText, offText, ratio(r) + " (p50)", target, yesNo(r <= JOURNAL_MAX_RATIO));
+        return compare(label, percentiles("multi", "create." + kind, "p50", ""),
+            percentiles("multi", "nojournal." + kind, "p50", "off: "), ReportTable::quotient, Scale.TIMES, " (p50)",
+            Target.atMost(JOURNAL_MAX_RATIO, "p50 ≤ " + ratio(JOURNAL_MAX_RATIO) + " off"));
     }
 
-    /**
-     * The key from a handle beside the C MRU hit: no target, the row shows what a kept buffer saves.
-     */
-    private Row handle(final String label, final String row)
+    private String percentilesText(final String source, final String prefix)
     {
-        final OptionalDouble java = value("java", row);
-        final OptionalDouble c = value("c", "tophalf.mru");
-        return new Row(label, java.isPresent() ? ns(java.getAsDouble()) : "missing",
-            c.isPresent() ? ns(c.getAsDouble()) : "missing",
-            java.isPresent() && c.isPresent() ? ratio(java.getAsDouble() / c.getAsDouble()) : NONE, NONE, NONE);
-    }
-
-    private String percentiles(final String source, final String prefix)
-    {
-        return "p50 " + micros(value(source, prefix + ".p50")) + " / p99 " + micros(value(source, prefix + ".p99")) +
-            " / p99.9 " + micros(value(source, prefix + ".p999")) + " µs";
-    }
-
-    private OptionalDouble value(final String source, final String row)
-    {
-        final Result result = results.get(source + ":" + row);
-        return null == result || Double.isNaN(result.value()) ? OptionalDouble.empty() :
-            OptionalDouble.of(result.value());
-    }
-
-    static String yesNo(final boolean met)
-    {
-        return met ? YES : NO;
-    }
-
-    static String count(final int n)
-    {
-        return String.format(Locale.ROOT, "%,d", n);
-    }
-
-    static String ratio(final double r)
-    {
-        return String.format(Locale.ROOT, "%.2f×", r);
-    }
-
-    static String ns(final double ns)
-    {
-        if (ns < 10)
-        {
-            return String.format(Locale.ROOT, "%.2f ns", ns);
-        }
-        return ns < 100 ? String.format(Locale.ROOT, "%.1f ns", ns) : String.format(Locale.ROOT, "%.0f ns", ns);
-    }
-
-    static String micros(final OptionalDouble us)
-    {
-        if (us.isEmpty())
-        {
-            return "?";
-        }
-        final double v = us.getAsDouble();
-        return v < 100 ? String.format(Locale.ROOT, "%.1f", v) : String.format(Locale.ROOT, "%.0f", v);
-    }
-
-    static String gbps(final double rate)
-    {
-        return String.format(Locale.ROOT, "%.2f GB/s", rate);
-    }
-
-    static String perSecond(final double rate)
-    {
-        return rate >= 1e6 ? String.format(Locale.ROOT, "%.1f M/s", rate / 1e6) :
-            String.format(Locale.ROOT, "%.0f k/s", rate / 1e3);
+        return "p50 " + micros(results.median(source, prefix + ".p50")) + " / p99 " +
+            micros(results.median(source, prefix + ".p99")) + " / p99.9 " +
+            micros(results.median(source, prefix + ".p999")) + " µs";
     }
 }

@@ -6,31 +6,33 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.stream.Stream;
 
 /**
  * The one format every part of the benchmark writes its numbers in, so that the report can join them:
- * tab-separated lines {@code source  row  value  unit  [note]}, where source is {@code java}, {@code c} or
- * {@code multi}, and row names a measurement ({@code global.65536}, {@code pingpong.p50}, ...). The C
- * programs print the same lines. Lines starting with {@code #} and blank lines are ignored.
+ * tab-separated lines {@code source  row  round  value  unit  [note]}, where source is {@code java}, {@code c} or
+ * {@code multi}, row names a measurement ({@code global.65536}, {@code pingpong.p50}, ...) and round is the
+ * round it was measured in (1, 2, ...: a row and its reference measured in the same round ran back to back), or 0
+ * for a value that is not a measurement (a flag, a setting). The C programs print the same lines, given the round
+ * on their command line. Lines starting with {@code #} and blank lines are ignored.
  */
 public final class ResultFile
 {
     /** The system property naming the results directory that forked benchmark JVMs append to. */
     public static final String OUT_PROPERTY = "mrd.bench.out";
+    /** The system property giving forked benchmark JVMs the round they measure in. */
+    public static final String ROUND_PROPERTY = "mrd.bench.round";
 
     private ResultFile()
     {
     }
 
     /**
-     * One measurement.
+     * One measurement of one round.
      */
-    public record Result(String source, String row, double value, String unit, String note)
+    public record Result(String source, String row, int round, double value, String unit, String note)
     {
         public String key()
         {
@@ -39,17 +41,24 @@ public final class ResultFile
 
         public String toLine()
         {
-            return source + "\t" + row + "\t" + String.format(Locale.ROOT, "%.4f", value) + "\t" + unit +
-                (note.isEmpty() ? "" : "\t" + note);
+            return source + "\t" + row + "\t" + round + "\t" + String.format(Locale.ROOT, "%.4f", value) + "\t" +
+                unit + (note.isEmpty() ? "" : "\t" + note);
         }
     }
 
     public static void append(final Path file, final Result result)
     {
+        append(file, List.of(result));
+    }
+
+    public static void append(final Path file, final List<Result> results)
+    {
+        final StringBuilder lines = new StringBuilder();
+        results.forEach(result -> lines.append(result.toLine()).append('\n'));
         try
         {
-            Files.writeString(file, result.toLine() + "\n", StandardCharsets.UTF_8,
-                StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            Files.writeString(file, lines, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+                StandardOpenOption.APPEND);
         }
         catch (final IOException ex)
         {
@@ -59,7 +68,7 @@ public final class ResultFile
 
     /**
      * Appends to {@code fileName} in the directory named by {@value #OUT_PROPERTY}, if it is set (forked JMH
-     * JVMs get it from the runner).
+     * JVMs get it and {@value #ROUND_PROPERTY} from the runner).
      */
     public static void appendIfConfigured(
         final String fileName, final String source, final String row, final double value, final String unit)
@@ -67,7 +76,8 @@ public final class ResultFile
         final String dir = System.getProperty(OUT_PROPERTY);
         if (null != dir)
         {
-            append(Path.of(dir).resolve(fileName), new Result(source, row, value, unit, ""));
+            append(Path.of(dir).resolve(fileName), new Result(source, row,
+                Integer.parseInt(System.getProperty(ROUND_PROPERTY, "0")), value, unit, ""));
         }
     }
 
@@ -83,32 +93,45 @@ public final class ResultFile
             return null;
         }
         final String[] fields = trimmed.split("\t");
-        if (fields.length < 4)
+        if (fields.length < 5)
         {
-            throw new IllegalArgumentException("result line needs source, row, value and unit separated by tabs: '" +
-                line + "'");
+            throw new IllegalArgumentException("result line needs source, row, round, value and unit separated by " +
+                "tabs: '" + line + "'");
+        }
+        final int round;
+        try
+        {
+            round = Integer.parseInt(fields[2].strip());
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new IllegalArgumentException("result line has no round (a whole number) in its third field: '" +
+                line + "'", ex);
+        }
+        if (round < 0)
+        {
+            throw new IllegalArgumentException("result line has a negative round: '" + line + "'");
         }
         final double value;
         try
         {
-            value = Double.parseDouble(fields[2].strip());
+            value = Double.parseDouble(fields[3].strip());
         }
         catch (final NumberFormatException ex)
         {
-            throw new IllegalArgumentException("result line has no number in its third field: '" + line + "'", ex);
+            throw new IllegalArgumentException("result line has no number in its fourth field: '" + line + "'", ex);
         }
-        return new Result(fields[0].strip(), fields[1].strip(), value, fields[3].strip(),
-            fields.length > 4 ? fields[4].strip() : "");
+        return new Result(fields[0].strip(), fields[1].strip(), round, value, fields[4].strip(),
+            fields.length > 5 ? fields[5].strip() : "");
     }
 
     /**
-     * Reads every {@code *.tsv} of {@code dir}; a later line for the same source and row replaces an earlier one.
-     *
-     * @return the results by {@link Result#key()}.
+     * Reads every {@code *.tsv} of {@code dir}; a later line for the same source, row and round replaces an
+     * earlier one.
      */
-    public static Map<String, Result> readAll(final Path dir)
+    public static Results readAll(final Path dir)
     {
-        final Map<String, Result> results = new LinkedHashMap<>();
+        final Results results = new Results();
         final List<Path> files;
         try (Stream<Path> list = Files.list(dir))
         {
@@ -127,7 +150,7 @@ public final class ResultFile
                     final Result result = parse(line);
                     if (null != result)
                     {
-                        results.put(result.key(), result);
+                        results.add(result);
                     }
                 }
             }

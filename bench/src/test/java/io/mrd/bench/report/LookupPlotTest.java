@@ -19,9 +19,9 @@ class LookupPlotTest
     void seriesHoldOnlyTheSizesThatWereMeasured()
     {
         final Map<String, ResultFile.Result> results = new HashMap<>();
-        results.put("java:global.4096", new ResultFile.Result("java", "global.4096", 40, "ns", ""));
-        results.put("java:global.65536", new ResultFile.Result("java", "global.65536", 80, "ns", ""));
-        results.put("c:bottomhalf.256", new ResultFile.Result("c", "bottomhalf.256", 20, "ns", ""));
+        results.put("java:global.4096", new ResultFile.Result("java", "global.4096", 0, 40, "ns", ""));
+        results.put("java:global.65536", new ResultFile.Result("java", "global.65536", 0, 80, "ns", ""));
+        results.put("c:bottomhalf.256", new ResultFile.Result("c", "bottomhalf.256", 0, 20, "ns", ""));
         final List<LookupPlot.Series> series = LookupPlot.series(results);
         assertEquals(6, series.size());
         final LookupPlot.Series javaGlobal = series.get(0);
@@ -35,8 +35,8 @@ class LookupPlotTest
     void writesAPngOfTheExpectedSize(@TempDir final Path dir) throws Exception
     {
         final Map<String, ResultFile.Result> results = new HashMap<>();
-        results.put("java:global.4096", new ResultFile.Result("java", "global.4096", 40, "ns", ""));
-        results.put("c:global.4096", new ResultFile.Result("c", "global.4096", 30, "ns", ""));
+        results.put("java:global.4096", new ResultFile.Result("java", "global.4096", 0, 40, "ns", ""));
+        results.put("c:global.4096", new ResultFile.Result("c", "global.4096", 0, 30, "ns", ""));
         final Path file = dir.resolve("lookup.png");
         LookupPlot.write(results, "test", file);
         final BufferedImage image = ImageIO.read(file.toFile());
