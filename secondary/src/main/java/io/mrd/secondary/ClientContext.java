@@ -18,7 +18,7 @@ import java.util.Map;
  *       {@value #DEFAULT_ATTACH_TIMEOUT_MS};</li>
  *   <li>{@code watchdogIntervalMs} (how often the watchdog reads the heartbeat): {@code MRD_WATCHDOG_INTERVAL_MS},
  *       else {@value #DEFAULT_WATCHDOG_INTERVAL_MS};</li>
- *   <li>{@code replySpinNs} (how long a request spins for its reply before it parks; 0 parks at once):
+ *   <li>{@code replySpinNs} (how long a request spins for its reply before it blocks; 0 blocks at once):
  *       {@code MRD_REPLY_SPIN_NS}, else {@value #DEFAULT_REPLY_SPIN_NS}, at most {@value #MAX_REPLY_SPIN_NS};</li>
  *   <li>{@code ibverbsLibrary} (the libibverbs {@link MrdClient#verbs()} imports the daemon's device with; the
  *       daemon's, real or emulated): {@code MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_IBVERBS_LIBRARY}.</li>
@@ -32,10 +32,10 @@ public final class ClientContext
     public static final long DEFAULT_WATCHDOG_INTERVAL_MS = 100;
     public static final String DEFAULT_IBVERBS_LIBRARY = "libibverbs.so.1";
     /**
-     * No spin: it only pays with a core to spare for the spinning caller besides the daemon's event loop and
-     * this client's reader thread. On two shared cores, spinning 1 to 10 µs made the create round trip to an
-     * existing MR slower (p50 8.5 to 9 µs without, 9.5 to 10 with 1 µs, 14 with 5 µs, 17 with 10 µs), as the
-     * spinner took the core the reader thread needed.
+     * No spin: it only pays with a core to spare for the spinning caller besides the daemon's event loop. On
+     * two shared cores, when a reader thread still handed each reply to its caller, spinning 1 to 10 µs made the
+     * create round trip to an existing MR slower (p50 8.5 to 9 µs without, 9.5 to 10 with 1 µs, 14 with 5 µs, 17
+     * with 10 µs), as the spinner took the core the reader thread needed.
      */
     public static final long DEFAULT_REPLY_SPIN_NS = 0;
     /** Spinning longer only burns the core: a reply that takes longer is a registration, which takes far longer. */
@@ -124,8 +124,9 @@ public final class ClientContext
     }
 
     /**
-     * @param value how long a request spins (Thread.onSpinWait) for its reply before it parks, 0 to park at
-     *              once; at most {@value #MAX_REPLY_SPIN_NS}.
+     * @param value how long a request spins for its reply before it blocks, 0 to block at once; at most
+     *              {@value #MAX_REPLY_SPIN_NS}. The caller reading the socket reads it without blocking meanwhile,
+     *              one waiting for another to read spins (Thread.onSpinWait) instead of parking.
      */
     public ClientContext replySpinNs(final long value)
     {

@@ -13,17 +13,11 @@ import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -31,28 +25,30 @@ import java.util.concurrent.locks.ReentrantLock;
  * A connection to the daemon's socket: requests out, replies in, as Aeron's {@code DriverProxy} and
  * {@code DriverEventsAdapter} together.
  * <p>
- * <b>Requests</b> are pipelined: each carries a correlation id of its own, a lock serialises frame writes, one
- * reader thread ({@link ReplyReader}) completes the caller waiting for that id, and each waits at most the
- * request timeout. {@link #callWithFd} holds the write lock through the whole {@code SEND_FD} exchange, since
- * the daemon reads the next bytes of the connection as the descriptor's message. {@link #callForFd} is the
- * other way: the reply brings a descriptor (IMPORT_PD), which the reader pairs with its frame and which a
- * caller that gave up never leaks (the reader closes what nobody takes). A caller spins for its reply for the
- * reply spin ({@link ClientContext#replySpinNs}) before it parks: a reply the daemon answers from its cache
- * comes back in about the time it takes to wake a parked thread.
+ * <b>Requests</b> are pipelined: each carries a correlation id of its own, a lock serialises frame writes, and
+ * each caller waits at most the request timeout for the reply with its id. The callers read the replies
+ * themselves ({@link PendingReplies}): a caller alone on the connection reads its own, with no thread between it
+ * and the socket; with several in flight one reads and hands the others theirs, then hands the reading on.
+ * {@link #callWithFd} holds the write lock through the whole {@code SEND_FD} exchange, since the daemon reads
+ * the next bytes of the connection as the descriptor's message. {@link #callForFd} is the other way: the reply
+ * brings a descriptor (IMPORT_PD), which the reader pairs with its frame ({@link ReplyReader}) and which a
+ * caller that gave up never leaks (the reader closes what nobody takes). The reply spin
+ * ({@link ClientContext#replySpinNs}) makes a caller read without blocking, or spin instead of parking, for that
+ * long before it blocks.
  * <p>
  * <b>Failure.</b> Once {@link #fail} was called, with the first reason given, every call in flight and every
- * later call throws a copy of that reason. The connection calls it itself when the stream ends or a write
- * breaks it, with what its {@link Listener} makes of that; its owner calls it when it learns by other means
- * that the daemon is gone, and on close.
+ * later call throws a copy of that reason. The connection calls it itself when the stream ends (which it
+ * notices at once even with no call in flight: {@link PendingReplies}'s hang-up watch) or a write breaks it,
+ * with what its {@link Listener} makes of that; its owner calls it when it learns by other means that the
+ * daemon is gone, and on close.
  * <p>
  * Thread-safe.
  */
 public final class DaemonConnection implements AutoCloseable
 {
-    private static final Logger LOG = LoggerFactory.getLogger(DaemonConnection.class);
-
     /**
-     * What the owner of a connection learns from it, on the reader thread or on the thread whose write failed.
+     * What the owner of a connection learns from it, on the thread reading (a caller, or the hang-up watch) or on
+     * the thread whose write failed.
      */
     public interface Listener
     {
@@ -82,20 +78,14 @@ public final class DaemonConnection implements AutoCloseable
     private final String daemon;
     private final Path dir;
     private final long requestTimeoutMs;
-    private final long replySpinNs;
-    private final Listener listener;
+    private final long requestTimeoutNs;
     private final ReentrantLock writeLock = new ReentrantLock();
     private final MemorySegment sendSegment = Arena.ofAuto().allocate(FrameDescriptor.MAX_FRAME_LENGTH, 64);
     private final UnsafeBuffer sendBuffer = new UnsafeBuffer(sendSegment.address(), FrameDescriptor.MAX_FRAME_LENGTH);
-    private final ConcurrentHashMap<Long, CompletableFuture<Answer>> pending = new ConcurrentHashMap<>();
     private final AtomicLong correlationIds = new AtomicLong();
-    private final Object failLock = new Object();
-    private final ReplyReader reader;
-
-    /** Null while usable; else why not, thrown (as a fresh copy) by every call. */
-    private volatile MrdException failure;
-    /** Set by {@link #close} once {@link #failure} is: from then on the socket's number may be reused. */
-    private volatile boolean closed;
+    private final PendingReplies replies;
+    /** Guarded by the write lock: set once the socket is closed, after which nothing is written. */
+    private boolean socketClosed;
 
     /**
      * A reply and the descriptor that came with it ({@code FLAG_FD}), which the caller owns.
@@ -114,29 +104,12 @@ public final class DaemonConnection implements AutoCloseable
         this.daemon = daemon;
         this.dir = dir;
         this.requestTimeoutMs = requestTimeoutMs;
-        this.replySpinNs = replySpinNs;
-        this.listener = listener;
-        this.reader = ReplyReader.start(socket, "mrd-client-reader", new ReplyReader.Handler()
-        {
-            public void onFrame(final Frame frame)
-            {
-                dispatch(frame, -1);
-            }
-
-            public void onFrameWithFd(final Frame frame, final int fd)
-            {
-                dispatch(frame, fd);
-            }
-
-            public void onEnd(final String how, final MrdException cause)
-            {
-                lost(how, cause);
-            }
-        });
+        this.requestTimeoutNs = TimeUnit.MILLISECONDS.toNanos(requestTimeoutMs);
+        this.replies = new PendingReplies(socket, daemon, replySpinNs, listener);
     }
 
     /**
-     * Starts reading replies from a connected socket; the connection owns it from now on.
+     * Takes over a connected socket, which the connection owns from now on, and starts watching it for its end.
      *
      * @param daemon           who is at the other end, for messages ("daemon pid 42 in /run/mrd").
      * @param dir              the daemon's run directory, where its log is.
@@ -218,19 +191,17 @@ public final class DaemonConnection implements AutoCloseable
 
     private Answer exchange(final Message.Request request)
     {
-        final long id = correlationIds.incrementAndGet();
-        final CompletableFuture<Answer> future = expect(id);
+        final ReadTurn.Call call = replies.expect(correlationIds.incrementAndGet());
         writeLock.lock();
         try
         {
-            send(id, 0, request);
+            send(call, 0, request);
         }
         finally
         {
             writeLock.unlock();
         }
-        spinFor(future);
-        final Answer answer = await(id, future, request, false);
+        final Answer answer = await(call, request, false);
         try
         {
             checkStatus(answer.reply());
@@ -262,9 +233,9 @@ public final class DaemonConnection implements AutoCloseable
         try
         {
             final long id = correlationIds.incrementAndGet();
-            final CompletableFuture<Answer> sendFd = expect(id);
-            send(id, FrameDescriptor.FLAG_FD, request);
-            final Message.Reply first = withoutFd(await(id, sendFd, request, true));
+            final ReadTurn.Call sendFd = replies.expect(id);
+            send(sendFd, FrameDescriptor.FLAG_FD, request);
+            final Message.Reply first = withoutFd(await(sendFd, request, true));
             if (first.type() != MessageType.SEND_FD)
             {
                 throw first.status() != ErrorCode.OK ? new MrdException(first.status(), first.message()) :
@@ -272,18 +243,18 @@ public final class DaemonConnection implements AutoCloseable
                     " before asking for the descriptor");
             }
             checkStatus(first);
-            final CompletableFuture<Answer> done = expect(id);
+            final ReadTurn.Call done = replies.expect(id);
             try
             {
                 socket.sendFd(fd, (byte)0);
             }
             catch (final MrdException ex)
             {
-                pending.remove(id);
-                throw lost("is unreachable: sending fd " + fd + " for " + describe(request) + " failed (" +
+                replies.forget(done);
+                throw replies.lost("is unreachable: sending fd " + fd + " for " + describe(request) + " failed (" +
                     ex.oneLine() + ")", ex);
             }
-            final Message.Reply last = withoutFd(await(id, done, request, true));
+            final Message.Reply last = withoutFd(await(done, request, true));
             checkStatus(last);
             return last;
         }
@@ -301,40 +272,31 @@ public final class DaemonConnection implements AutoCloseable
      */
     public boolean fail(final MrdException reason)
     {
-        synchronized (failLock)
-        {
-            if (null != failure)
-            {
-                return false;
-            }
-            failure = reason;
-        }
-        for (final Long id : pending.keySet())
-        {
-            final CompletableFuture<Answer> future = pending.remove(id);
-            if (null != future)
-            {
-                future.completeExceptionally(reason);
-            }
-        }
-        return true;
+        return replies.fail(reason);
     }
 
     /**
-     * Fails the connection with {@code reason} (unless it failed already), ends the stream, waits for the
-     * reader thread and closes the socket. Idempotent.
+     * Fails the connection with {@code reason} (unless it failed already), ends the stream, waits for whoever
+     * reads it to leave and for a write in progress to end (the shut socket fails it), and closes the socket.
+     * Idempotent.
      */
     public void close(final MrdException reason)
     {
-        fail(reason);
-        if (closed)
+        if (!replies.close(reason))
         {
             return;
         }
-        closed = true;
-        socket.shutdown();
-        reader.join();
-        socket.close();
+        // Under the write lock: nothing may write to the descriptor's number once it is closed (and reused).
+        writeLock.lock();
+        try
+        {
+            socketClosed = true;
+            socket.close();
+        }
+        finally
+        {
+            writeLock.unlock();
+        }
     }
 
     /**
@@ -345,8 +307,15 @@ public final class DaemonConnection implements AutoCloseable
         close(new MrdException(ErrorCode.EBADF, "the connection to " + daemon + " is closed"));
     }
 
+    /** @return the thread reading the socket now, or null (for tests). */
+    Thread reading()
+    {
+        return replies.reading();
+    }
+
     public String toString()
     {
+        final MrdException failure = replies.failure();
         return "DaemonConnection[" + daemon + ", " + socket + (null == failure ? "" : ", " + failure.oneLine()) + "]";
     }
 
@@ -378,37 +347,6 @@ public final class DaemonConnection implements AutoCloseable
         };
     }
 
-    /**
-     * The stream cannot be used any more: fail with what the listener makes of it (unless the connection failed
-     * already), and shut the socket so that the reader thread and the daemon both see it end. Not once closed:
-     * the socket's number may have been reused.
-     *
-     * @return what the caller throws.
-     */
-    private MrdException lost(final String how, final MrdException cause)
-    {
-        if (!closed)
-        {
-            fail(listener.onLost(daemon, how, cause));
-            socket.shutdown();
-        }
-        return copy(failure);
-    }
-
-    private void dispatch(final Frame frame, final int fd)
-    {
-        listener.onReply(frame);
-        final CompletableFuture<Answer> future = pending.remove(frame.correlationId());
-        final Answer answer = new Answer((Message.Reply)frame.message(), fd);
-        if (null == future || !future.complete(answer))
-        {
-            // the caller gave up (timed out, interrupted) or the connection failed: nobody takes the descriptor
-            closeFd(answer);
-            LOG.debug("reply to correlation id {} that nobody waits for (timed out?): {}", frame.correlationId(),
-                frame.message());
-        }
-    }
-
     private static void closeFd(final Answer answer)
     {
         if (answer.fd() >= 0)
@@ -423,36 +361,22 @@ public final class DaemonConnection implements AutoCloseable
         return answer.reply();
     }
 
-    private CompletableFuture<Answer> expect(final long id)
-    {
-        MrdException reason = failure;
-        if (null != reason)
-        {
-            throw copy(reason);
-        }
-        final CompletableFuture<Answer> future = new CompletableFuture<>();
-        pending.put(id, future);
-        // fail() publishes the reason before it fails what is pending: either it saw this entry or we see it.
-        reason = failure;
-        if (null != reason)
-        {
-            pending.remove(id);
-            throw copy(reason);
-        }
-        return future;
-    }
-
     /** Called with the write lock held. */
-    private void send(final long id, final int flags, final Message.Request request)
+    private void send(final ReadTurn.Call call, final int flags, final Message.Request request)
     {
+        if (socketClosed)
+        {
+            replies.forget(call);
+            throw copy(replies.failure());
+        }
         final int length;
         try
         {
-            length = FrameCodec.encode(sendBuffer, 0, id, flags, request);
+            length = FrameCodec.encode(sendBuffer, 0, call.id, flags, request);
         }
         catch (final MrdException ex)
         {
-            pending.remove(id);
+            replies.forget(call);
             throw ex;
         }
         try
@@ -461,78 +385,54 @@ public final class DaemonConnection implements AutoCloseable
         }
         catch (final MrdException ex)
         {
-            pending.remove(id);
-            throw lost("is unreachable: sending " + describe(request) + " failed (" + ex.oneLine() + ")", ex);
+            replies.forget(call);
+            throw replies.lost("is unreachable: sending " + describe(request) + " failed (" + ex.oneLine() + ")",
+                ex);
         }
     }
 
     /**
-     * Spins until the answer came or the reply spin is over: waking a parked caller costs a few µs, which a
-     * reply answered from the daemon's cache takes all told. Not interruptible and bounded by the reply spin;
-     * {@link #await} does the rest.
+     * Waits for the answer ({@link PendingReplies#await}). A caller that gives up (timeout, interrupt) first
+     * settles its call itself, so an answer that arrives at that moment is either taken here or closed by the
+     * reader, never lost with its descriptor.
      */
-    private void spinFor(final CompletableFuture<Answer> future)
+    private Answer await(final ReadTurn.Call call, final Message.Request request, final boolean midExchange)
     {
-        if (replySpinNs > 0)
+        replies.await(call, System.nanoTime() + requestTimeoutNs);
+        final Object outcome = call.outcome();
+        if (null == outcome && Thread.currentThread().isInterrupted())
         {
-            final long deadline = System.nanoTime() + replySpinNs;
-            while (!future.isDone() && System.nanoTime() - deadline < 0)
+            final MrdException interrupted = new MrdException(ErrorCode.EIO, "interrupted while waiting for the " +
+                "reply to " + describe(request));
+            if (!replies.giveUp(call, interrupted) && call.outcome() instanceof Answer answer)
             {
-                Thread.onSpinWait();
+                closeFd(answer);
             }
+            throw interrupted;
         }
-    }
-
-    /**
-     * Waits for the answer. A caller that gives up (timeout, interrupt) first completes the future itself, so an
-     * answer that arrives at that moment is either taken here or closed by the reader, never lost with its
-     * descriptor.
-     */
-    private Answer await(
-        final long id,
-        final CompletableFuture<Answer> future,
-        final Message.Request request,
-        final boolean midExchange)
-    {
-        try
+        if (null == outcome)
         {
-            return future.get(requestTimeoutMs, TimeUnit.MILLISECONDS);
-        }
-        catch (final TimeoutException ex)
-        {
-            pending.remove(id);
             final MrdException timeout = new MrdException(ErrorCode.ETIMEDOUT, describe(request) +
                 " got no reply within " + requestTimeoutMs + " ms from " + daemon + ": it may be overloaded or " +
                 "stuck; see " + dir.resolve(RunDirectoryPath.LOG_FILE) + " or raise the request timeout (" +
                 ClientContext.MRD_REQUEST_TIMEOUT_MS + ")");
-            if (!future.completeExceptionally(timeout) && !future.isCompletedExceptionally())
+            if (!replies.giveUp(call, timeout) && call.outcome() instanceof Answer answer)
             {
-                return future.join();
+                return answer;
             }
             if (midExchange)
             {
                 // The daemon may still be waiting for the descriptor: the stream is in an unknown state.
-                lost("is unreachable: " + describe(request) + " timed out (" + timeout.oneLine() + ")", timeout);
+                replies.lost("is unreachable: " + describe(request) + " timed out (" + timeout.oneLine() + ")",
+                    timeout);
             }
             throw timeout;
         }
-        catch (final ExecutionException ex)
+        if (outcome instanceof MrdException failed)
         {
-            throw ex.getCause() instanceof MrdException mrd ? copy(mrd) :
-                new MrdException(ErrorCode.EIO, describe(request) + " failed: " + ex.getCause(), ex.getCause());
+            throw copy(failed);
         }
-        catch (final InterruptedException ex)
-        {
-            pending.remove(id);
-            Thread.currentThread().interrupt();
-            final MrdException interrupted = new MrdException(ErrorCode.EIO, "interrupted while waiting for the " +
-                "reply to " + describe(request));
-            if (!future.completeExceptionally(interrupted) && !future.isCompletedExceptionally())
-            {
-                closeFd(future.join());
-            }
-            throw interrupted;
-        }
+        return (Answer)outcome;
     }
 
     private static void checkStatus(final Message.Reply reply)

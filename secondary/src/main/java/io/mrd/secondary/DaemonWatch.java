@@ -31,7 +31,7 @@ import java.util.function.Consumer;
  * <p>
  * <b>Caches.</b> The lookup hit path makes neither check: liveness is folded into each cache's generation
  * ({@link MrCache}'s class comment has the protocol and its proof). Whatever finds the client broken (the
- * watchdog, {@link #requireAliveNow()}, the reader thread's {@link #lost} on EOF or reset, {@link #close()})
+ * watchdog, {@link #requireAliveNow()}, the connection's {@link #lost} on EOF or reset, {@link #close()})
  * trips the one {@link LivenessLatch}, which stores the reason before it invalidates every cache
  * {@link #track} gave it.
  * <p>
@@ -200,22 +200,7 @@ final class DaemonWatch
         if (null != watchdog)
         {
             LockSupport.unpark(watchdog);
-            boolean interrupted = false;
-            while (watchdog.isAlive())
-            {
-                try
-                {
-                    watchdog.join();
-                }
-                catch (final InterruptedException ex)
-                {
-                    interrupted = true;
-                }
-            }
-            if (interrupted)
-            {
-                Thread.currentThread().interrupt();
-            }
+            Threads.join(watchdog);
         }
         return latch.broken();
     }

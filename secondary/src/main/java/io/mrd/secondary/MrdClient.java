@@ -45,8 +45,9 @@ import java.util.concurrent.locks.LockSupport;
  * {@link AddressSpace} (reservations and same-address mappings), {@link DaemonMrSource} (what a cache asks).
  * <p>
  * <b>Liveness.</b> A watchdog thread reads the daemon's heartbeat and epoch every
- * {@link ClientContext#watchdogIntervalMs()} and checks that the control file was not replaced; the reader thread
- * sees the connection close the moment the daemon dies. Either marks the client dead, which fails every
+ * {@link ClientContext#watchdogIntervalMs()} and checks that the control file was not replaced; the connection
+ * sees itself close the moment the daemon dies (whoever reads it, or its hang-up watch when nobody does).
+ * Either marks the client dead, which fails every
  * request in flight and makes every later call, {@link MrCache#lkey} included, throw
  * {@link DaemonDeadException}: an lkey of a dead or restarted daemon is never returned. The slow path of a
  * lookup checks again itself before it sends {@code CREATE_MR}.

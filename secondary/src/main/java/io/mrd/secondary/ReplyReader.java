@@ -6,6 +6,7 @@ import io.mrd.layout.protocol.Frame;
 import io.mrd.layout.protocol.FrameCodec;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.sys.Posix;
+import io.mrd.layout.sys.SocketReceiver;
 import io.mrd.layout.sys.UnixSocket;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -14,9 +15,14 @@ import java.lang.foreign.MemorySegment;
 import java.util.function.IntConsumer;
 
 /**
- * The thread that reads the daemon's replies from a socket: it decodes each whole frame as it arrives, hands
- * it to its {@link Handler}, and reports once how the stream ended. The one reply read loop of the client, of
- * the benchmarks and of the daemon's test clients.
+ * Reads the daemon's replies from a socket: each {@link #read} receives what has arrived, decodes every whole
+ * frame in it and hands each to the {@link Handler}, in the order they came; once the stream ends it reports how,
+ * once. The one reply read loop of the client, of the benchmarks and of the daemon's test clients. A
+ * {@link DaemonConnection} has its reads made by whichever of its callers holds its read turn
+ * ({@link PendingReplies}); {@link #start} makes a thread of its own that reads until the end.
+ * <p>
+ * Not thread-safe: one read at a time. The reads of several threads must be ordered by the caller (a lock), which
+ * also makes each read see the buffer, the partial frame and the unpaired descriptors the previous one left.
  * <p>
  * <b>Descriptors.</b> A reply frame with {@code FLAG_FD} (IMPORT_PD's) carries one descriptor attached to its
  * own bytes. The kernel hands descriptors over with the read that takes the first bytes of the message they
@@ -28,12 +34,19 @@ import java.util.function.IntConsumer;
  */
 public final class ReplyReader
 {
+    /** {@link #read}: bytes came, and every whole frame among them was handed over. */
+    public static final int READ = 1;
+    /** {@link #read}: nothing came: not blocking and nothing there, or the socket's receive timeout passed. */
+    public static final int AGAIN = 0;
+    /** {@link #read}: the stream has ended, and {@link Handler#onEnd} was called (by this read or an earlier one). */
+    public static final int ENDED = -1;
+
     private static final int READ_BUFFER_LENGTH = 64 * 1024;
     /** Descriptors received and not yet paired with their frame; a daemon sends one per IMPORT_PD. */
     private static final int MAX_UNPAIRED_FDS = 16;
 
     /**
-     * Called on the reader thread.
+     * Called on the thread that reads.
      */
     public interface Handler
     {
@@ -61,10 +74,19 @@ public final class ReplyReader
         void onEnd(String how, MrdException cause);
     }
 
-    private final UnixSocket socket;
     private final Handler handler;
+    private final UnsafeBuffer buffer;
+    private final SocketReceiver receiver;
+    private final IntConsumer onFd = this::arrived;
+    /** The thread of {@link #start}, else null. */
     private final Thread thread;
-    /** Reader-thread state: descriptors not yet paired, oldest first, with where their read ended. */
+
+    /* The rest is the reading thread's state, handed from one read to the next by the caller's lock. */
+    private int filled;
+    /** Of the buffer's first byte. */
+    private long streamOffset;
+    private boolean ended;
+    /** Descriptors not yet paired, oldest first, with where their read ended. */
     private final int[] fds = new int[MAX_UNPAIRED_FDS];
     private final long[] fdReadEnds = new long[MAX_UNPAIRED_FDS];
     private int fdHead;
@@ -73,112 +95,83 @@ public final class ReplyReader
     private final int[] arrived = new int[MAX_UNPAIRED_FDS];
     private int arrivedCount;
     private int arrivedDropped;
-    private final IntConsumer onFd = this::arrived;
 
-    private ReplyReader(final UnixSocket socket, final String threadName, final Handler handler)
+    /**
+     * A reader of {@code socket} whose reads the caller makes ({@link #read}); it owns no thread.
+     */
+    public ReplyReader(final UnixSocket socket, final Handler handler)
     {
-        this.socket = socket;
+        this(socket, handler, null);
+    }
+
+    private ReplyReader(final UnixSocket socket, final Handler handler, final String threadName)
+    {
+        final Arena arena = Arena.ofAuto();
+        final MemorySegment segment = arena.allocate(READ_BUFFER_LENGTH, 64);
         this.handler = handler;
-        this.thread = new Thread(this::run, threadName);
-        this.thread.setDaemon(true);
+        this.buffer = new UnsafeBuffer(segment.address(), READ_BUFFER_LENGTH);
+        this.receiver = socket.receiver(segment, arena);
+        this.thread = null == threadName ? null : new Thread(this::readToEnd, threadName);
     }
 
     /**
-     * Starts reading {@code socket}; the caller shuts the socket down to stop the reader, then {@link #join}s
-     * it, then closes the socket.
+     * Starts a thread that reads {@code socket} until the stream ends; the caller shuts the socket down to stop
+     * it, then {@link #join}s it, then closes the socket.
      */
     public static ReplyReader start(final UnixSocket socket, final String threadName, final Handler handler)
     {
-        final ReplyReader reader = new ReplyReader(socket, threadName, handler);
+        final ReplyReader reader = new ReplyReader(socket, handler, threadName);
+        reader.thread.setDaemon(true);
         reader.thread.start();
         return reader;
     }
 
     /**
-     * Waits for the reader thread to end, keeping this thread's interrupt status.
+     * Waits for the thread of {@link #start} to end (at once for a reader without one), keeping this thread's
+     * interrupt status.
      */
     public void join()
     {
-        boolean interrupted = false;
-        while (thread.isAlive())
+        if (null != thread)
         {
-            try
-            {
-                thread.join();
-            }
-            catch (final InterruptedException ex)
-            {
-                interrupted = true;
-            }
-        }
-        if (interrupted)
-        {
-            Thread.currentThread().interrupt();
+            Threads.join(thread);
         }
     }
 
-    private void run()
+    /**
+     * Receives once and hands over every whole frame now in the buffer; at the end of the stream (or a failure
+     * to read it, or a reply it cannot read) closes the descriptors still unpaired and calls
+     * {@link Handler#onEnd}. A handler that throws ends the stream too.
+     *
+     * @param block false to return {@link #AGAIN} at once when nothing has arrived.
+     * @return {@link #READ}, {@link #AGAIN} or {@link #ENDED}; {@link #ENDED} for ever once the stream ended,
+     *         without reading again.
+     */
+    public int read(final boolean block)
     {
-        final MemorySegment segment = Arena.ofAuto().allocate(READ_BUFFER_LENGTH, 64);
-        final UnsafeBuffer buffer = new UnsafeBuffer(segment.address(), READ_BUFFER_LENGTH);
-        int filled = 0;
-        long streamOffset = 0; // of the buffer's first byte
+        if (ended)
+        {
+            return ENDED;
+        }
         String how;
         MrdException cause = null;
         try
         {
-            while (true)
+            arrivedCount = 0;
+            arrivedDropped = 0;
+            final int n = receiver.receive(filled, READ_BUFFER_LENGTH - filled, block, onFd);
+            if (SocketReceiver.AGAIN == n)
             {
-                arrivedCount = 0;
-                arrivedDropped = 0;
-                final int n = socket.read(segment, filled, READ_BUFFER_LENGTH - filled, onFd);
-                keepArrived(streamOffset + filled + n);
-                if (0 == n)
-                {
-                    how = "closed the connection";
-                    break;
-                }
-                filled += n;
-                int at = 0;
-                while (true)
-                {
-                    final int length = FrameCodec.frameLength(buffer, at, filled - at);
-                    if (length < 0 || filled - at < length)
-                    {
-                        break;
-                    }
-                    final long frameStart = streamOffset + at;
-                    if (fdCount > 0 && fdReadEnds[fdHead] <= frameStart)
-                    {
-                        throw new MrdException(ErrorCode.EPROTO, "a file descriptor arrived with bytes of no reply " +
-                            "that carries one");
-                    }
-                    final Frame frame = FrameCodec.decodeReply(buffer, at, length);
-                    if ((frame.flags() & FrameDescriptor.FLAG_FD) == 0)
-                    {
-                        handler.onFrame(frame);
-                    }
-                    else if (0 == fdCount)
-                    {
-                        throw new MrdException(ErrorCode.EPROTO, "the " + frame.message().type() + " reply " +
-                            "announces a file descriptor (FLAG_FD) but none came with it");
-                    }
-                    else
-                    {
-                        final int fd = fds[fdHead];
-                        fdHead = (fdHead + 1) % MAX_UNPAIRED_FDS;
-                        fdCount--;
-                        handler.onFrameWithFd(frame, fd);
-                    }
-                    at += length;
-                }
-                if (at > 0)
-                {
-                    buffer.putBytes(0, buffer, at, filled - at);
-                    filled -= at;
-                    streamOffset += at;
-                }
+                return AGAIN;
             }
+            keepArrived(streamOffset + filled + n);
+            if (n > 0)
+            {
+                filled += n;
+                handFrames();
+                return READ;
+            }
+            how = "closed the connection";
         }
         catch (final MrdException ex)
         {
@@ -195,12 +188,74 @@ public final class ReplyReader
             cause = new MrdException(ErrorCode.EIO, ex.toString(), ex);
             how = "broke the connection (" + ex + ")";
         }
+        ended = true;
         for (; fdCount > 0; fdCount--)
         {
             Posix.close(fds[fdHead]);
             fdHead = (fdHead + 1) % MAX_UNPAIRED_FDS;
         }
         handler.onEnd(how, cause);
+        return ENDED;
+    }
+
+    /**
+     * Reads, blocking, until the stream ends.
+     */
+    public void readToEnd()
+    {
+        while (read(true) != ENDED)
+        {
+            // AGAIN only when the socket has a receive timeout: read on
+        }
+    }
+
+    /** @return true once the stream has ended ({@link Handler#onEnd} was called). */
+    public boolean ended()
+    {
+        return ended;
+    }
+
+    private void handFrames()
+    {
+        int at = 0;
+        while (true)
+        {
+            final int length = FrameCodec.frameLength(buffer, at, filled - at);
+            if (length < 0 || filled - at < length)
+            {
+                break;
+            }
+            final long frameStart = streamOffset + at;
+            if (fdCount > 0 && fdReadEnds[fdHead] <= frameStart)
+            {
+                throw new MrdException(ErrorCode.EPROTO, "a file descriptor arrived with bytes of no reply " +
+                    "that carries one");
+            }
+            final Frame frame = FrameCodec.decodeReply(buffer, at, length);
+            if ((frame.flags() & FrameDescriptor.FLAG_FD) == 0)
+            {
+                handler.onFrame(frame);
+            }
+            else if (0 == fdCount)
+            {
+                throw new MrdException(ErrorCode.EPROTO, "the " + frame.message().type() + " reply " +
+                    "announces a file descriptor (FLAG_FD) but none came with it");
+            }
+            else
+            {
+                final int fd = fds[fdHead];
+                fdHead = (fdHead + 1) % MAX_UNPAIRED_FDS;
+                fdCount--;
+                handler.onFrameWithFd(frame, fd);
+            }
+            at += length;
+        }
+        if (at > 0)
+        {
+            buffer.putBytes(0, buffer, at, filled - at);
+            filled -= at;
+            streamOffset += at;
+        }
     }
 
     private void arrived(final int fd)

@@ -5,8 +5,9 @@
  *   <li>{@link io.mrd.secondary.MrdClient}: the API and the order of attach and close, nothing else;</li>
  *   <li>{@link io.mrd.secondary.ClientContext}: every client setting, its default and its {@code MRD_*}
  *       variable;</li>
- *   <li>{@link io.mrd.secondary.DaemonConnection} and {@link io.mrd.secondary.ReplyReader}: the socket to the
- *       daemon, correlation ids, pending replies, timeouts, the fd exchanges (REG_EXTERNAL's out, IMPORT_PD's in);</li>
+ *   <li>{@link io.mrd.secondary.DaemonConnection}, {@code PendingReplies}, {@code ReadTurn} and
+ *       {@link io.mrd.secondary.ReplyReader}: the socket to the daemon, correlation ids, the replies read by
+ *       their callers in turn, timeouts, the fd exchanges (REG_EXTERNAL's out, IMPORT_PD's in);</li>
  *   <li>{@link io.mrd.secondary.DaemonWatch}: whether the daemon is still there, and why not;</li>
  *   <li>{@link io.mrd.secondary.AddressSpace}: reservations, same-address mappings, the allocation table;</li>
  *   <li>{@link io.mrd.secondary.MrCache} and {@link io.mrd.secondary.MrSource}: the per-queue lookup, after

@@ -12,6 +12,16 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.function.IntConsumer;
 
+import static io.mrd.layout.sys.MessageHeader.CMSG_SPACE_ONE_FD;
+import static io.mrd.layout.sys.MessageHeader.MSGHDR_LENGTH;
+import static io.mrd.layout.sys.MessageHeader.MSG_CMSG_CLOEXEC;
+import static io.mrd.layout.sys.MessageHeader.MSG_CTRUNC;
+import static io.mrd.layout.sys.MessageHeader.MSG_DONTWAIT;
+import static io.mrd.layout.sys.MessageHeader.MSG_FLAGS;
+import static io.mrd.layout.sys.MessageHeader.MSG_NOSIGNAL;
+import static io.mrd.layout.sys.MessageHeader.RECEIVE_CONTROL_LENGTH;
+import static io.mrd.layout.sys.MessageHeader.RECEIVE_MAX_FDS;
+import static io.mrd.layout.sys.MessageHeader.SOL_SOCKET;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -39,46 +49,23 @@ public final class UnixSocket implements AutoCloseable
     private static final int AF_UNIX = 1;
     private static final int SOCK_STREAM = 1;
     private static final int SOCK_CLOEXEC = 02000000;
-    private static final int SOL_SOCKET = 1;
-    private static final int SCM_RIGHTS = 1;
     private static final int SO_PEERGROUPS = 59;
-    private static final int MSG_CTRUNC = 0x8;
-    private static final int MSG_DONTWAIT = 0x40;
-    private static final int MSG_NOSIGNAL = 0x4000;
-    private static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    private static final int SO_RCVTIMEO = 20;
     private static final int SHUT_WR = 1;
     private static final int SHUT_RDWR = 2;
+    private static final short POLLERR = 0x8;
+    private static final short POLLHUP = 0x10;
+    private static final short POLLNVAL = 0x20;
+    private static final short POLLRDHUP = 0x2000;
 
     /** {@code sizeof(sun_path)} on Linux: the longest socket path plus its NUL. */
     public static final int SUN_PATH_LENGTH = 108;
 
     // struct sockaddr_un { sa_family_t sun_family; char sun_path[108]; }
     private static final int SOCKADDR_UN_LENGTH = 2 + SUN_PATH_LENGTH;
-
-    // struct msghdr on x86_64 / aarch64 (LP64): name, namelen(+pad), iov, iovlen, control, controllen, flags(+pad).
-    private static final long MSG_NAME = 0;
-    private static final long MSG_NAMELEN = 8;
-    private static final long MSG_IOV = 16;
-    private static final long MSG_IOVLEN = 24;
-    private static final long MSG_CONTROL = 32;
-    private static final long MSG_CONTROLLEN = 40;
-    private static final long MSG_FLAGS = 48;
-    private static final long MSGHDR_LENGTH = 56;
-    // struct iovec { void *iov_base; size_t iov_len; }
-    private static final long IOVEC_LENGTH = 16;
-    // struct cmsghdr { size_t cmsg_len; int cmsg_level; int cmsg_type; } then the data, 8-byte aligned.
-    private static final long CMSG_LEVEL = 8;
-    private static final long CMSG_TYPE = 12;
-    private static final long CMSG_DATA = 16;
-    /** CMSG_LEN(sizeof(int)). */
-    private static final long CMSG_LEN_ONE_FD = CMSG_DATA + Integer.BYTES;
-    /** CMSG_SPACE(sizeof(int)). */
-    private static final long CMSG_SPACE_ONE_FD = CMSG_DATA + 8;
-    /**
-     * Room for 60 fds when receiving: a sender of more than one is refused, and whatever fits is closed by the
-     * caller rather than leaked.
-     */
-    private static final long RECEIVE_CONTROL_LENGTH = CMSG_DATA + 60 * Integer.BYTES;
+    // struct timeval { time_t tv_sec; suseconds_t tv_usec; }, struct pollfd { int fd; short events, revents; }
+    private static final int TIMEVAL_LENGTH = 16;
+    private static final int POLLFD_LENGTH = 8;
 
     private static final MethodHandle SOCKET =
         Libc.bind("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
@@ -92,12 +79,17 @@ public final class UnixSocket implements AutoCloseable
         Libc.bind("recv", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     private static final MethodHandle SENDMSG =
         Libc.bind("sendmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-    private static final MethodHandle RECVMSG =
+    /** Also {@link SocketReceiver}'s. */
+    static final MethodHandle RECVMSG =
         Libc.bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SHUTDOWN =
         Libc.bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final Libc.Function GETSOCKOPT =
         Libc.function("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
+    private static final Libc.Function SETSOCKOPT =
+        Libc.function("setsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
+    private static final Libc.Function POLL =
+        Libc.function("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
 
     private final int fd;
     private final String peer;
@@ -267,17 +259,9 @@ public final class UnixSocket implements AutoCloseable
         {
             final MemorySegment data = arena.allocate(1);
             data.set(JAVA_BYTE, 0, payload);
-            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
-            iov.set(ADDRESS, 0, data);
-            iov.set(JAVA_LONG, 8, 1L);
-            final MemorySegment control = rightsOf(arena, fdToSend);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
-            msg.set(ADDRESS, MSG_NAME, MemorySegment.NULL);
-            msg.set(JAVA_INT, MSG_NAMELEN, 0);
-            msg.set(ADDRESS, MSG_IOV, iov);
-            msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
-            msg.set(ADDRESS, MSG_CONTROL, control);
-            msg.set(JAVA_LONG, MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+            MessageHeader.fill(msg, MessageHeader.iovec(arena, data, 1), MessageHeader.rightsOf(arena, fdToSend),
+                CMSG_SPACE_ONE_FD);
             while (true)
             {
                 final long n = (long)SENDMSG.invokeExact(Libc.callState(), fd, msg, MSG_NOSIGNAL);
@@ -340,33 +324,70 @@ public final class UnixSocket implements AutoCloseable
     {
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
-            iov.set(ADDRESS, 0, target.asSlice(offset, maxLength));
-            iov.set(JAVA_LONG, 8, (long)maxLength);
-            final MemorySegment control = arena.allocate(RECEIVE_CONTROL_LENGTH, 8);
-            final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
-            while (true)
+            final int n = new SocketReceiver(fd, peer, target, arena).receive(offset, maxLength, true, fds);
+            if (SocketReceiver.AGAIN == n)
             {
-                msg.fill((byte)0);
-                msg.set(ADDRESS, MSG_IOV, iov);
-                msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
-                msg.set(ADDRESS, MSG_CONTROL, control);
-                msg.set(JAVA_LONG, MSG_CONTROLLEN, RECEIVE_CONTROL_LENGTH);
-                final long n = (long)RECVMSG.invokeExact(Libc.callState(), fd, msg, MSG_CMSG_CLOEXEC);
-                if (n >= 0)
-                {
-                    forEachFd(control, Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH), fds);
-                    return (int)n;
-                }
-                if (Libc.errno() != ErrorCode.EINTR.errno())
-                {
-                    throw Posix.failure(Libc.errno(), "recvmsg(" + peer + ")");
-                }
+                throw new MrdException(ErrorCode.EAGAIN, "recvmsg(" + peer + ") failed: the receive timed out");
+            }
+            return n;
+        }
+    }
+
+    /**
+     * @param target where the receiver's reads go, which must outlive it.
+     * @return a receiver of this socket into {@code target} whose structures live as long as {@code arena}.
+     */
+    public SocketReceiver receiver(final MemorySegment target, final Arena arena)
+    {
+        return new SocketReceiver(fd, peer, target, arena);
+    }
+
+    /**
+     * {@code SO_RCVTIMEO}: a blocking read returns without bytes once {@code millis} pass ({@link #read} and
+     * {@link #receiveFd} then fail with EAGAIN, {@link SocketReceiver#receive} returns
+     * {@link SocketReceiver#AGAIN}); 0 waits for ever. The kernel counts it in scheduler ticks.
+     */
+    public void receiveTimeout(final long millis)
+    {
+        try (Arena arena = Arena.ofConfined())
+        {
+            final MemorySegment timeval = arena.allocate(TIMEVAL_LENGTH, 8);
+            timeval.set(JAVA_LONG, 0, millis / 1000);
+            timeval.set(JAVA_LONG, 8, (millis % 1000) * 1000);
+            if ((int)SETSOCKOPT.call(fd, SOL_SOCKET, SO_RCVTIMEO, timeval, TIMEVAL_LENGTH) != 0)
+            {
+                throw Posix.failure(Libc.errno(), "setsockopt(" + peer + ", SO_RCVTIMEO, " + millis + " ms)");
             }
         }
-        catch (final Throwable t)
+    }
+
+    /**
+     * Waits until the peer hangs up, the connection breaks or this side shuts it down: {@code poll} for
+     * {@code POLLRDHUP}, which, unlike {@code POLLIN}, the kernel's wake-up of a socket's waiters on arriving
+     * bytes does not match, so the waiting thread sleeps through every reply another thread reads.
+     *
+     * @param timeoutMs how long to wait at most, -1 for ever.
+     * @return true once the stream has ended or failed (what is left in it can be read without waiting), false
+     *         when the time passed or a signal came first.
+     */
+    public boolean awaitHangup(final int timeoutMs)
+    {
+        try (Arena arena = Arena.ofConfined())
         {
-            throw Libc.rethrow(t);
+            final MemorySegment pollfd = arena.allocate(POLLFD_LENGTH, 4);
+            pollfd.set(JAVA_INT, 0, fd);
+            pollfd.set(JAVA_SHORT, 4, POLLRDHUP);
+            final int rc = (int)POLL.call(pollfd, 1L, timeoutMs);
+            if (rc < 0)
+            {
+                final int errno = Libc.errno();
+                if (errno == ErrorCode.EINTR.errno())
+                {
+                    return false;
+                }
+                throw Posix.failure(errno, "poll(" + peer + ", POLLRDHUP)");
+            }
+            return rc > 0 && (pollfd.get(JAVA_SHORT, 6) & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
         }
     }
 
@@ -382,15 +403,9 @@ public final class UnixSocket implements AutoCloseable
     {
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
-            iov.set(ADDRESS, 0, data);
-            iov.set(JAVA_LONG, 8, length);
-            final MemorySegment control = rightsOf(arena, fdToSend);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
-            msg.set(ADDRESS, MSG_IOV, iov);
-            msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
-            msg.set(ADDRESS, MSG_CONTROL, control);
-            msg.set(JAVA_LONG, MSG_CONTROLLEN, CMSG_SPACE_ONE_FD);
+            MessageHeader.fill(msg, MessageHeader.iovec(arena, data, length), MessageHeader.rightsOf(arena, fdToSend),
+                CMSG_SPACE_ONE_FD);
             final long n = (long)SENDMSG.invokeExact(Libc.callState(), socketFd, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
             return n >= 0 ? n : -Libc.errno();
         }
@@ -425,57 +440,24 @@ public final class UnixSocket implements AutoCloseable
     {
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment data = arena.allocate(1);
-            final MemorySegment iov = arena.allocate(IOVEC_LENGTH, 8);
-            iov.set(ADDRESS, 0, data);
-            iov.set(JAVA_LONG, 8, 1L);
             final MemorySegment control = arena.allocate(RECEIVE_CONTROL_LENGTH, 8);
             final MemorySegment msg = arena.allocate(MSGHDR_LENGTH, 8);
-            msg.set(ADDRESS, MSG_IOV, iov);
-            msg.set(JAVA_LONG, MSG_IOVLEN, 1L);
-            msg.set(ADDRESS, MSG_CONTROL, control);
-            msg.set(JAVA_LONG, MSG_CONTROLLEN, RECEIVE_CONTROL_LENGTH);
+            MessageHeader.fill(msg, MessageHeader.iovec(arena, arena.allocate(1), 1), control, RECEIVE_CONTROL_LENGTH);
             final int flags = MSG_CMSG_CLOEXEC | (block ? 0 : MSG_DONTWAIT);
             final long n = (long)RECVMSG.invokeExact(Libc.callState(), socketFd, msg, flags);
             if (n < 0)
             {
                 return new Receipt(-1, new int[0], false, Libc.errno());
             }
-            final int[] fds = new int[(int)((RECEIVE_CONTROL_LENGTH - CMSG_DATA) / Integer.BYTES)];
+            final int[] fds = new int[RECEIVE_MAX_FDS];
             final int[] count = new int[1];
-            forEachFd(control, Math.min(msg.get(JAVA_LONG, MSG_CONTROLLEN), RECEIVE_CONTROL_LENGTH),
-                received -> fds[count[0]++] = received);
+            MessageHeader.forEachFd(msg, control, received -> fds[count[0]++] = received);
             final boolean truncated = (msg.get(JAVA_INT, MSG_FLAGS) & MSG_CTRUNC) != 0;
             return new Receipt(n, Arrays.copyOf(fds, count[0]), truncated, 0);
         }
         catch (final Throwable t)
         {
             throw Libc.rethrow(t);
-        }
-    }
-
-    /**
-     * Hands every descriptor of the {@code SCM_RIGHTS} messages in {@code control} to {@code fds}.
-     */
-    private static void forEachFd(final MemorySegment control, final long controlLength, final IntConsumer fds)
-    {
-        long at = 0;
-        while (at + CMSG_DATA <= controlLength)
-        {
-            final long length = control.get(JAVA_LONG, at);
-            if (length < CMSG_DATA || at + length > controlLength)
-            {
-                break;
-            }
-            if (control.get(JAVA_INT, at + CMSG_LEVEL) == SOL_SOCKET &&
-                control.get(JAVA_INT, at + CMSG_TYPE) == SCM_RIGHTS)
-            {
-                for (long p = at + CMSG_DATA; p + Integer.BYTES <= at + length; p += Integer.BYTES)
-                {
-                    fds.accept(control.get(JAVA_INT, p));
-                }
-            }
-            at += (length + 7) & ~7L;
         }
     }
 
@@ -580,16 +562,5 @@ public final class UnixSocket implements AutoCloseable
         {
             throw Libc.rethrow(t);
         }
-    }
-
-    /** @return a control message that carries {@code fd} ({@code SCM_RIGHTS}), for {@code sendmsg}. */
-    private static MemorySegment rightsOf(final Arena arena, final int fd)
-    {
-        final MemorySegment control = arena.allocate(CMSG_SPACE_ONE_FD, 8);
-        control.set(JAVA_LONG, 0, CMSG_LEN_ONE_FD);
-        control.set(JAVA_INT, CMSG_LEVEL, SOL_SOCKET);
-        control.set(JAVA_INT, CMSG_TYPE, SCM_RIGHTS);
-        control.set(JAVA_INT, CMSG_DATA, fd);
-        return control;
     }
 }

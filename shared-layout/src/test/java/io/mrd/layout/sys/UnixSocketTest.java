@@ -14,6 +14,8 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -114,6 +116,61 @@ final class UnixSocketTest
     }
 
     @Test
+    void aReceiverWaitsUpToTheReceiveTimeoutAndAHangUpIsNotABytesArrival()
+    {
+        final UnixSocket[] pair = UnixSocket.pair();
+        try (Arena arena = Arena.ofShared())
+        {
+            final MemorySegment in = arena.allocate(64);
+            final SocketReceiver receiver = pair[0].receiver(in, arena);
+            final List<Integer> fds = new ArrayList<>();
+            pair[0].receiveTimeout(20);
+            assertEquals(SocketReceiver.AGAIN, receiver.receive(0, 64, true, fds::add), "the timeout passed");
+            assertEquals(SocketReceiver.AGAIN, receiver.receive(0, 64, false, fds::add), "nothing there");
+            assertThrows(MrdException.class, () -> pair[0].read(in, 0, 64, fds::add), "read reports the timeout");
+
+            final MemorySegment out = arena.allocate(5);
+            MemorySegment.copy("hello".getBytes(StandardCharsets.US_ASCII), 0, out, JAVA_BYTE, 0, 5);
+            pair[1].writeFully(out, 0, 5);
+            assertFalse(pair[0].awaitHangup(20), "bytes waiting are no hang-up");
+            assertEquals(2, receiver.receive(3, 2, true, fds::add), "at most what was asked, where it was asked");
+            assertEquals("he", new String(in.asSlice(3, 2).toArray(JAVA_BYTE), StandardCharsets.US_ASCII));
+            assertEquals(3, receiver.receive(0, 64, false, fds::add));
+            assertEquals("llo", new String(in.asSlice(0, 3).toArray(JAVA_BYTE), StandardCharsets.US_ASCII));
+            assertEquals(List.of(), fds);
+
+            pair[1].shutdown();
+            assertTrue(pair[0].awaitHangup(-1), "the peer's shutdown is a hang-up");
+            assertEquals(0, receiver.receive(0, 64, true, fds::add), "then the end of the stream");
+        }
+        finally
+        {
+            pair[0].close();
+            pair[1].close();
+        }
+    }
+
+    @Test
+    void shuttingThisSideWakesAThreadAwaitingTheHangUp() throws Exception
+    {
+        final UnixSocket[] pair = UnixSocket.pair();
+        try
+        {
+            final boolean[] result = {false};
+            final Thread watch = new Thread(() -> result[0] = pair[0].awaitHangup(-1));
+            watch.start();
+            pair[0].shutdown();
+            watch.join(10_000);
+            assertTrue(result[0]);
+        }
+        finally
+        {
+            pair[0].close();
+            pair[1].close();
+        }
+    }
+
+    @Test
     void passesAFileDescriptor()
     {
         final UnixSocket[] pair = UnixSocket.pair();
@@ -171,7 +228,7 @@ final class UnixSocketTest
     {
         final UnixSocket[] pair = UnixSocket.pair();
         final int memfd = Posix.memfdCreate("unixsocket-test", Posix.MFD_CLOEXEC);
-        final java.util.List<Integer> fds = new java.util.ArrayList<>();
+        final List<Integer> fds = new ArrayList<>();
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment before = arena.allocateFrom("before|", StandardCharsets.US_ASCII);
