@@ -117,7 +117,7 @@ public final class ReportTable
         rows.add(writer("java", "Java"));
         rows.add(writer("c", "C"));
         rows.addAll(multiProcess());
-        rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p50", "p50", 0.8));
+        rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p50", "p50", 1.1));
         rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p99", "p99", 2.0));
         rows.add(newRegistration());
         rows.addAll(largeAllocations());

@@ -107,7 +107,7 @@ class ReportTableTest
         final ReportTable table = new ReportTable(results, 2);
         final Row p50 = row(table, "create round trip, MR exists (protocol + primary lookup), p50");
         assertEquals("0.80× (p50)", p50.ratio());
-        assertEquals("p50 ≤ 0.80× C ping-pong", p50.target());
+        assertEquals("p50 ≤ 1.10× C ping-pong", p50.target());
         assertEquals("met", p50.verdict());
         assertTrue(p50.value().startsWith("p50 20.0 / p99 60.0 / p99.9 200 µs"), p50.value());
         final Row p99 = row(table, "create round trip, MR exists (protocol + primary lookup), p99");
