@@ -52,12 +52,22 @@ import java.util.concurrent.atomic.AtomicReference;
  * Population is an optimisation: a range that cannot be populated (part of it unmapped, no hugepage left) is
  * left to the pin that follows, which fails with its own error; {@link #populate} only reports the first errno.
  * <p>
+ * The pool's threads run at nice {@value #POOL_THREAD_NICE}: they take every processor the daemon leaves idle, and
+ * yield to the event loop and the workers when other clients' requests need them. On 2 cores, with the pool at
+ * the daemon's own priority, a 1 GiB registration in flight put other clients' ALLOC and FREE p99s at 2 to 3
+ * times their idle figures (medians of 5 rounds; {@code bench/results/2026-12-02T02-31-17Z}); without a pool
+ * thread they were 1.2 and 1.4 times, but the registration itself ran no faster than the C reference's single
+ * thread ({@code 2026-12-02T02-44-25Z}). The calling worker keeps its priority: its own request waits on it.
+ * <p>
  * Thread-safe. The pool's threads are daemon threads named {@code mrd-populate-N}, stopped by {@link #close()}.
  */
 public final class PagePopulator implements AutoCloseable
 {
     /** Slice boundaries fall on multiples of this: the segment size, a multiple of every page size mrd maps. */
     public static final long SLICE_ALIGNMENT = 2 * Sizes.MIB;
+
+    /** The nice value of the pool's threads (the calling worker keeps its own). */
+    public static final int POOL_THREAD_NICE = 10;
     /**
      * Ranges shorter than this are populated on the calling thread: four segments. Measured with
      * PopulateMeasurement (2 cores, tmpfs, median of 21, on a machine other builds kept busy): 2 MiB took 0.40 ms
@@ -109,7 +119,12 @@ public final class PagePopulator implements AutoCloseable
             final AtomicInteger names = new AtomicInteger();
             pool = Executors.newFixedThreadPool(threads - 1, task ->
             {
-                final Thread thread = new Thread(task, "mrd-populate-" + names.incrementAndGet());
+                final Thread thread = new Thread(() ->
+                {
+                    // Best effort: at the default nice the thread still populates, only less politely.
+                    Posix.setCurrentThreadNice(POOL_THREAD_NICE);
+                    task.run();
+                }, "mrd-populate-" + names.incrementAndGet());
                 thread.setDaemon(true);
                 return thread;
             });
@@ -117,14 +132,12 @@ public final class PagePopulator implements AutoCloseable
     }
 
     /**
-     * @return the threads the daemon populates with by default: one a processor but one, at least 1 and at most 4.
-     * Two threads already reach the memory bandwidth one socket gives page faults; the processor left over keeps
-     * the event loop and the workers answering other clients while a large range is faulted in (on 2 cores, two
-     * populating threads took both and put ALLOC and FREE's p99 at 2 to 4 times their idle figure).
+     * @return the threads the daemon populates with by default: one a processor, at most 4 (two threads already
+     * reach the memory bandwidth one socket gives page faults).
      */
     public static int defaultThreads()
     {
-        return Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() - 1));
+        return Math.min(4, Runtime.getRuntime().availableProcessors());
     }
 
     /**
