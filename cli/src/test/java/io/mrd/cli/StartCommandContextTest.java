@@ -182,8 +182,7 @@ final class StartCommandContextTest
         for (final String text : List.of("(default: 0x100000000000)", "(default: 2GiB)", "(default: 512MiB)",
             "(default: 1GiB)", "(default: 4096)", "(default: 1048576;", "(default: 256)", "default: 4)",
             "(default: 100)", "(default: soft)", "(default: 0, no mrd limit", "(default: true)",
-            "default: " + POPULATE_THREADS.defaultValue() + ", one a processor and at most 4; all but the " +
-                "registering worker at nice 10)"))
+            "default: " + POPULATE_THREADS.defaultValue() + ", one a processor but one, at least 1 and at most 4)"))
         {
             assertTrue(help.contains(text), help + "\nshould contain " + text);
         }

@@ -106,8 +106,7 @@ public final class DaemonSettings
         .byDefault(PagePopulator.defaultThreads())
         .option("--populate-threads", "N", "Threads that fault in a large range before it is pinned, the " +
             "registering worker included; 1 faults in on the worker alone (1 to " + PagePopulator.MAX_THREADS +
-            "; default: ${DEFAULT-VALUE}, one a processor and at most 4; all but the " +
-            "registering worker at nice " + PagePopulator.POOL_THREAD_NICE + ").")
+            "; default: ${DEFAULT-VALUE}, one a processor but one, at least 1 and at most 4).")
         .check(SettingCheck.between(1, PagePopulator.MAX_THREADS, ""))
         .expects("a number");
 

@@ -52,12 +52,14 @@ import java.util.concurrent.atomic.AtomicReference;
  * Population is an optimisation: a range that cannot be populated (part of it unmapped, no hugepage left) is
  * left to the pin that follows, which fails with its own error; {@link #populate} only reports the first errno.
  * <p>
- * The pool's threads run at nice {@value #POOL_THREAD_NICE}: they take every processor the daemon leaves idle, and
- * yield to the event loop and the workers when other clients' requests need them. On 2 cores, with the pool at
- * the daemon's own priority, a 1 GiB registration in flight put other clients' ALLOC and FREE p99s at 2 to 3
- * times their idle figures (medians of 5 rounds; {@code bench/results/2026-12-02T02-31-17Z}); without a pool
- * thread they were 1.2 and 1.4 times, but the registration itself ran no faster than the C reference's single
- * thread ({@code 2026-12-02T02-44-25Z}). The calling worker keeps its priority: its own request waits on it.
+ * By default population leaves one processor to the rest of the daemon. Every populating call holds the
+ * process's {@code mmap_lock} for reading, and other clients' ALLOC and FREE map and unmap, which needs it for
+ * writing; on 2 cores with two populating threads, a 1 GiB registration in flight put their p99s at 2 and 3
+ * times the idle figures (medians of 5 rounds, {@code bench/results/2026-12-02T02-31-17Z}), with one thread at
+ * 1.2 and 1.4 times ({@code 2026-12-02T02-44-25Z}), at the price of a slower 1 GiB registration (1.0 times the
+ * C reference's single-threaded {@code MAP_POPULATE} + {@code mlock} instead of 1.6). Lowering the pool's
+ * priority instead made it worse (10 and 16 times, {@code 2026-12-02T02-57-10Z}): a descheduled thread kept
+ * its read hold on the lock while the writers queued behind it.
  * <p>
  * Thread-safe. The pool's threads are daemon threads named {@code mrd-populate-N}, stopped by {@link #close()}.
  */
@@ -66,8 +68,6 @@ public final class PagePopulator implements AutoCloseable
     /** Slice boundaries fall on multiples of this: the segment size, a multiple of every page size mrd maps. */
     public static final long SLICE_ALIGNMENT = 2 * Sizes.MIB;
 
-    /** The nice value of the pool's threads (the calling worker keeps its own). */
-    public static final int POOL_THREAD_NICE = 10;
     /**
      * Ranges shorter than this are populated on the calling thread: four segments. Measured with
      * PopulateMeasurement (2 cores, tmpfs, median of 21, on a machine other builds kept busy): 2 MiB took 0.40 ms
@@ -119,12 +119,7 @@ public final class PagePopulator implements AutoCloseable
             final AtomicInteger names = new AtomicInteger();
             pool = Executors.newFixedThreadPool(threads - 1, task ->
             {
-                final Thread thread = new Thread(() ->
-                {
-                    // Best effort: at the default nice the thread still populates, only less politely.
-                    Posix.setCurrentThreadNice(POOL_THREAD_NICE);
-                    task.run();
-                }, "mrd-populate-" + names.incrementAndGet());
+                final Thread thread = new Thread(task, "mrd-populate-" + names.incrementAndGet());
                 thread.setDaemon(true);
                 return thread;
             });
@@ -132,12 +127,13 @@ public final class PagePopulator implements AutoCloseable
     }
 
     /**
-     * @return the threads the daemon populates with by default: one a processor, at most 4 (two threads already
-     * reach the memory bandwidth one socket gives page faults).
+     * @return the threads the daemon populates with by default: one a processor but one, at least 1 and at most 4
+     * (two threads already reach the memory bandwidth one socket gives page faults; the class comment says why
+     * one processor is left over).
      */
     public static int defaultThreads()
     {
-        return Math.min(4, Runtime.getRuntime().availableProcessors());
+        return Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() - 1));
     }
 
     /**

@@ -73,37 +73,6 @@ final class PagePopulatorTest
     }
 
     @Test
-    void thePoolsThreadsRunAtTheirNiceAndTheCallerKeepsItsOwn() throws IOException
-    {
-        final int callerNice = niceOf(Path.of("/proc/thread-self"));
-        assertEveryPageResidentAfterPopulate(populator(3, 4 * MIB, true), 64 * MIB);
-        final List<Integer> poolNices = new ArrayList<>();
-        try (var tasks = Files.list(Path.of("/proc/self/task")))
-        {
-            for (final Path task : tasks.toList())
-            {
-                final String comm = Files.readString(task.resolve("comm")).trim();
-                if (comm.startsWith("mrd-populate-"))
-                {
-                    poolNices.add(niceOf(task));
-                }
-            }
-        }
-        assertTrue(!poolNices.isEmpty(), "no mrd-populate- thread in /proc/self/task");
-        assertEquals(List.of(PagePopulator.POOL_THREAD_NICE), poolNices.stream().distinct().toList(),
-            "the pool threads' nice values");
-        assertEquals(callerNice, niceOf(Path.of("/proc/thread-self")), "the caller's nice value");
-    }
-
-    /** The nice value of a thread, field 19 of its {@code stat} (counted after the command in parentheses). */
-    private static int niceOf(final Path task) throws IOException
-    {
-        final String stat = Files.readString(task.resolve("stat"));
-        final String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        return Integer.parseInt(fields[19 - 3]);
-    }
-
-    @Test
     void aSmallRangeIsPopulatedOnTheCallingThread()
     {
         assertEveryPageResidentAfterPopulate(populator(2, 4 * MIB, true), 2 * MIB);

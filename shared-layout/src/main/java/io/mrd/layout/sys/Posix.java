@@ -85,9 +85,6 @@ public final class Posix
         FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
     private static final Libc.Function GETUID = Libc.functionNoErrno("getuid", FunctionDescriptor.of(JAVA_INT));
     private static final Libc.Function GETGID = Libc.functionNoErrno("getgid", FunctionDescriptor.of(JAVA_INT));
-    private static final Libc.Function GETTID = Libc.functionNoErrno("gettid", FunctionDescriptor.of(JAVA_INT));
-    private static final Libc.Function SETPRIORITY =
-        function("setpriority", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
     private static final Libc.Function GETRLIMIT =
         function("getrlimit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
     private static final Libc.Function FCNTL = function("fcntl",
@@ -397,18 +394,6 @@ public final class Posix
     public static int getuid()
     {
         return callInt(GETUID);
-    }
-
-    /**
-     * Sets the calling thread's nice value. On Linux {@code setpriority(PRIO_PROCESS, tid)} changes that one thread,
-     * not the process; raising the value (a lower priority) needs no privilege.
-     *
-     * @return 0, or the errno.
-     */
-    public static int setCurrentThreadNice(final int nice)
-    {
-        final int prioProcess = 0;
-        return callInt(SETPRIORITY, prioProcess, callInt(GETTID), nice) == 0 ? 0 : errno();
     }
 
     public static int getgid()
