@@ -16,8 +16,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 /**
  * {@code recvmsg} of one socket into one buffer, with the msghdr, the iovec and the control buffer allocated
  * once ({@link UnixSocket#receiver}): a connection's reader receives once per reply, and allocating them for each
- * receive costs a good part of what the receive itself does. Descriptors are handed over as
- * {@link UnixSocket#read(MemorySegment, long, int, IntConsumer)} hands them over.
+ * receive costs a good part of what the receive itself does. The descriptors that came with the bytes
+ * ({@code SCM_RIGHTS}, close-on-exec set) are handed over, and the receiver's caller owns them; the kernel ends a
+ * receive right after the first bytes of a message that carried descriptors, so they came with bytes of this
+ * receive's last message.
  * <p>
  * Not thread-safe: one receive at a time, in an order the caller keeps (the client's read turn), and none once
  * the socket is closed.

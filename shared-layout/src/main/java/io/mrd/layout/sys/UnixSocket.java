@@ -10,7 +10,6 @@ import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.function.IntConsumer;
 
 import static io.mrd.layout.sys.MessageHeader.CMSG_SPACE_ONE_FD;
 import static io.mrd.layout.sys.MessageHeader.MSGHDR_LENGTH;
@@ -311,26 +310,6 @@ public final class UnixSocket implements AutoCloseable
             Posix.close(receipt.fds()[i]);
         }
         return receipt.fds().length > 0 ? receipt.fds()[0] : -1;
-    }
-
-    /**
-     * Reads like {@link #read}, handing over the descriptors that came with the bytes ({@code SCM_RIGHTS},
-     * close-on-exec set; the receiver owns them). The kernel ends a read right after the first bytes of a
-     * message that carried descriptors, so they came with bytes of this read's last message.
-     *
-     * @return bytes read, 0 at end of stream.
-     */
-    public int read(final MemorySegment target, final long offset, final int maxLength, final IntConsumer fds)
-    {
-        try (Arena arena = Arena.ofConfined())
-        {
-            final int n = new SocketReceiver(fd, peer, target, arena).receive(offset, maxLength, true, fds);
-            if (SocketReceiver.AGAIN == n)
-            {
-                throw new MrdException(ErrorCode.EAGAIN, "recvmsg(" + peer + ") failed: the receive timed out");
-            }
-            return n;
-        }
     }
 
     /**
