@@ -5,6 +5,7 @@ import io.mrd.layout.MrdException;
 import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
 import io.mrd.layout.journal.JournalRecord;
+import io.mrd.layout.sys.Posix;
 import net.openhft.chronicle.bytes.MappedBytes;
 import org.agrona.concurrent.EpochNanoClock;
 import org.agrona.concurrent.SystemEpochNanoClock;
@@ -118,8 +119,9 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
                 bytes.singleThreadedCheckDisabled(true);
                 journal.files[i] = bytes;
                 // At most a quarter of MAX_JOURNAL_SIZE: an int length, as the reader maps it.
-                final UnsafeBuffer buffer =
-                    new UnsafeBuffer(bytes.bytesStore().addressForWrite(0), (int)journal.fileLength);
+                final long address = bytes.bytesStore().addressForWrite(0);
+                prefault(file, address, journal.fileLength);
+                final UnsafeBuffer buffer = new UnsafeBuffer(address, (int)journal.fileLength);
                 buffer.putLong(JournalFileDescriptor.EPOCH_OFFSET, epoch);
                 buffer.putLong(JournalFileDescriptor.FILE_LENGTH_OFFSET, journal.fileLength);
                 buffer.putInt(JournalFileDescriptor.MAGIC_OFFSET, JournalFileDescriptor.MAGIC);
@@ -139,6 +141,23 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
         }
         journal.startLap(1);
         return journal;
+    }
+
+    /**
+     * Faults in every page of a file's mapping before the first append: a fresh page of the sparse file costs an
+     * allocation and a zeroing in the kernel on first touch, which would otherwise land on the request whose record
+     * crosses into it (one in every {@code 4096 / RECORD_LENGTH} records). The journal's memory is committed at start
+     * instead, all {@code --journal-size} of it. A kernel without {@code MADV_POPULATE_WRITE} (before 5.14) refuses
+     * it, and the pages are faulted as the records reach them, as before.
+     */
+    private static void prefault(final Path file, final long address, final long length)
+    {
+        final int errno = Posix.madvise(address, length, Posix.MADV_POPULATE_WRITE);
+        if (0 != errno)
+        {
+            LOG.debug("journal file {}: pages not pre-faulted (madvise MADV_POPULATE_WRITE: errno {}); they fault " +
+                "in as records reach them", file, errno);
+        }
     }
 
     /**
