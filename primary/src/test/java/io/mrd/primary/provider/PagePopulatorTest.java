@@ -73,11 +73,18 @@ final class PagePopulatorTest
     }
 
     @Test
-    void aSmallRangeIsPopulatedOnTheCallingThread()
+    void aRangeShorterThanTheThresholdIsLeftToThePin()
     {
-        assertEveryPageResidentAfterPopulate(populator(2, 4 * MIB, true), 2 * MIB);
-        assertEveryPageResidentAfterPopulate(populator(2, 4 * MIB, false), 2 * MIB);
+        final MemorySegment memory = sharedMemory(4 * MIB - PAGE);
+        assertEquals(0, populator(2, 4 * MIB, true).populate(memory.address(), memory.byteSize()));
+        assertEquals(0, residentPages(memory.address(), memory.byteSize()), "pages faulted in below the threshold");
+    }
+
+    @Test
+    void oneThreadPopulatesALongRangeOnTheCaller()
+    {
         assertEveryPageResidentAfterPopulate(populator(1, 4 * MIB, true), 16 * MIB);
+        assertEveryPageResidentAfterPopulate(populator(1, 4 * MIB, false), 4 * MIB);
     }
 
     @Test
