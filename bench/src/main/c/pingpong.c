@@ -15,7 +15,11 @@
  * right before or after the Java create round trip it is the floor of, so
  * both see the machine in the same state. Idle: then IDLE round trips, each
  * after a pause of PAUSE µs (the cores may go idle and must wake for it),
- * shown beside the warm figure as information.
+ * shown beside the warm figure as information. Epoll: then COUNT round trips
+ * to a second server that waits in epoll_wait before each read, as an event
+ * loop such as the daemon's (Netty's epoll transport) does: one more system
+ * call and a wake-up from epoll instead of from read, also information (how
+ * much of the daemon's round trip the event-loop model costs by itself).
  *
  * Usage: pingpong [--dir DIR] [--round N] [--count COUNT] [--warmup WARMUP]
  *                 [--idle-count IDLE] [--idle-pause-us PAUSE]
@@ -23,7 +27,8 @@
  *   20,000, 100 idle after 1,000 µs each.
  * Output on stdout: c<TAB>pingpong.pNN<TAB>ROUND<TAB>MICROSECONDS<TAB>us for
  * p50, p99 and p99.9, c<TAB>pingpong.count<TAB>ROUND<TAB>N<TAB>round trips,
- * the same for pingpong.idle.*, and pingpong.idle.pause (round 0: a setting).
+ * the same for pingpong.idle.* and pingpong.epoll.*, and pingpong.idle.pause
+ * (round 0: a setting).
  * Build: gcc -O2 -o pingpong pingpong.c
  */
 #define _GNU_SOURCE
@@ -33,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -111,7 +117,21 @@ static void report(const char *name, int round, double *samples, int count)
             samples[(size_t)(count * 0.50)] / 1e3, samples[(size_t)(count * 0.99)] / 1e3, count);
 }
 
-static void serve(int listener)
+/* Blocks in epoll_wait until fd is readable; returns 0, or -1 on an error. */
+static int await_readable(int epoll_fd)
+{
+    struct epoll_event event;
+    for (;;) {
+        int n = epoll_wait(epoll_fd, &event, 1, -1);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Answers every request on one accepted connection; with use_epoll, waits in epoll_wait before each read. */
+static void serve(int listener, int use_epoll)
 {
     unsigned char request[REQUEST_LENGTH], reply[REPLY_LENGTH];
     int fd = accept(listener, NULL, NULL);
@@ -119,14 +139,73 @@ static void serve(int listener)
         perror("pingpong: accept");
         _exit(1);
     }
+    int epoll_fd = -1;
+    if (use_epoll) {
+        struct epoll_event event = {.events = EPOLLIN, .data.fd = fd};
+        epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (epoll_fd < 0 || epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) != 0) {
+            perror("pingpong: epoll");
+            _exit(1);
+        }
+    }
     memset(reply, 0, sizeof(reply));
-    while (read_fully(fd, request, REQUEST_LENGTH) == 0) {
+    while ((epoll_fd < 0 || await_readable(epoll_fd) == 0) && read_fully(fd, request, REQUEST_LENGTH) == 0) {
         /* Echo the correlation id, as the primary does. */
         memcpy(reply + 8, request + 8, 8);
         if (write_fully(fd, reply, REPLY_LENGTH) != 0)
             break;
     }
     _exit(0);
+}
+
+/* Forks a server (epoll or blocking) on a fresh socket in dir and connects to it; returns the fd, or -1. */
+static int start_server(const char *dir, int use_epoll, pid_t *server)
+{
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    if ((size_t)snprintf(address.sun_path, sizeof(address.sun_path), "%s/pingpong-%d-%d.sock", dir, (int)getpid(),
+                         use_epoll) >= sizeof(address.sun_path)) {
+        fprintf(stderr, "pingpong: socket path in %s is too long\n", dir);
+        return -1;
+    }
+    unlink(address.sun_path);
+    int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof(address)) != 0 ||
+        listen(listener, 1) != 0) {
+        fprintf(stderr, "pingpong: cannot listen on %s: %s\n", address.sun_path, strerror(errno));
+        return -1;
+    }
+    *server = fork();
+    if (*server < 0) {
+        perror("pingpong: fork");
+        return -1;
+    }
+    if (*server == 0)
+        serve(listener, use_epoll);
+    close(listener);
+
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
+        fprintf(stderr, "pingpong: connect(%s): %s\n", address.sun_path, strerror(errno));
+        kill(*server, SIGKILL);
+        return -1;
+    }
+    unlink(address.sun_path);
+    return fd;
+}
+
+/* WARMUP untimed then COUNT timed back-to-back round trips on fd, reported as `name`; returns 0 or 1. */
+static int back_to_back(int fd, const char *name, int round, int warmup, int count, double *samples,
+                        unsigned char *request, unsigned char *reply, uint64_t *sent)
+{
+    for (int i = -warmup; i < count; i++) {
+        double rtt = round_trip(fd, request, reply, (*sent)++);
+        if (rtt < 0)
+            return 1;
+        if (i >= 0)
+            samples[i] = rtt;
+    }
+    report(name, round, samples, count);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -157,35 +236,10 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    struct sockaddr_un address = {.sun_family = AF_UNIX};
-    if ((size_t)snprintf(address.sun_path, sizeof(address.sun_path), "%s/pingpong-%d.sock", dir, (int)getpid()) >=
-        sizeof(address.sun_path)) {
-        fprintf(stderr, "pingpong: socket path in %s is too long\n", dir);
+    pid_t server;
+    int fd = start_server(dir, 0, &server);
+    if (fd < 0)
         return 1;
-    }
-    unlink(address.sun_path);
-    int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof(address)) != 0 ||
-        listen(listener, 1) != 0) {
-        fprintf(stderr, "pingpong: cannot listen on %s: %s\n", address.sun_path, strerror(errno));
-        return 1;
-    }
-    pid_t server = fork();
-    if (server < 0) {
-        perror("pingpong: fork");
-        return 1;
-    }
-    if (server == 0)
-        serve(listener);
-    close(listener);
-
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
-        fprintf(stderr, "pingpong: connect(%s): %s\n", address.sun_path, strerror(errno));
-        kill(server, SIGKILL);
-        return 1;
-    }
-    unlink(address.sun_path);
 
     unsigned char request[REQUEST_LENGTH], reply[REPLY_LENGTH];
     memset(request, 0, sizeof(request));
@@ -197,16 +251,7 @@ int main(int argc, char **argv)
         return 1;
     }
     uint64_t sent = 0;
-    int status = 0;
-    for (int i = -warmup; i < count && status == 0; i++) {
-        double rtt = round_trip(fd, request, reply, sent++);
-        if (rtt < 0)
-            status = 1;
-        else if (i >= 0)
-            samples[i] = rtt;
-    }
-    if (status == 0)
-        report("pingpong", round, samples, count);
+    int status = back_to_back(fd, "pingpong", round, warmup, count, samples, request, reply, &sent);
     struct timespec pause = {.tv_sec = pause_us / 1000000, .tv_nsec = (long)(pause_us % 1000000) * 1000};
     for (int i = 0; i < idle && status == 0; i++) {
         nanosleep(&pause, NULL);
@@ -222,6 +267,17 @@ int main(int argc, char **argv)
     }
     close(fd);
     waitpid(server, NULL, 0);
+    if (status == 0) {
+        pid_t epoll_server;
+        int epoll_fd = start_server(dir, 1, &epoll_server);
+        if (epoll_fd < 0)
+            status = 1;
+        else {
+            status = back_to_back(epoll_fd, "pingpong.epoll", round, warmup, count, samples, request, reply, &sent);
+            close(epoll_fd);
+            waitpid(epoll_server, NULL, 0);
+        }
+    }
     free(samples);
     return status;
 }

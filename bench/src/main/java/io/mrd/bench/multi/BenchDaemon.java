@@ -65,6 +65,12 @@ final class BenchDaemon implements AutoCloseable
         return dir;
     }
 
+    /** @return the CPU time the daemon has used so far, in seconds ({@link Child#cpuSeconds}). */
+    double cpuSeconds()
+    {
+        return process.cpuSeconds();
+    }
+
     public void close()
     {
         process.stop(Duration.ofSeconds(20));

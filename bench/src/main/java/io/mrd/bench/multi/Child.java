@@ -78,6 +78,15 @@ final class Child implements AutoCloseable
     }
 
     /**
+     * @return the CPU time the child's process has used so far (user and system, all its threads), in seconds;
+     *         NaN where the platform does not tell.
+     */
+    double cpuSeconds()
+    {
+        return process.toHandle().info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(Double.NaN);
+    }
+
+    /**
      * Writes one command line to the child's standard input.
      *
      * @throws IllegalStateException when the child is gone.

@@ -27,6 +27,9 @@ import java.util.Map;
  * are 16 MRs and its random buffers exercise both local levels (top half 8, bottom half), and with
  * {@code --huge-dir none} so that the run does not depend on free hugepages: its memory is tmpfs, in its run
  * directory ({@link BenchDaemon}).
+ * <p>
+ * With the writer, the CPU the writer and the daemon used in the window is recorded too, in cores (CPU seconds
+ * over the window's seconds): on a machine with fewer cores than busy processes, it is what the lookups lost.
  */
 public final class MultiProcessBench
 {
@@ -92,7 +95,7 @@ public final class MultiProcessBench
                 {
                     for (final boolean withWriter : new boolean[] {false, true})
                     {
-                        configurations.add(() -> record(lookups(++run[0], r, secondaries.subList(0, n),
+                        configurations.add(() -> record(lookups(++run[0], r, daemon, secondaries.subList(0, n),
                             withWriter ? w : null, seconds)));
                     }
                 }
@@ -123,15 +126,19 @@ public final class MultiProcessBench
      * One configuration's numbers in one round.
      */
     private record Measurement(String name, int round, double total, List<Double> rates, List<String> details,
-        long errors, double writerRate, String writerDetails)
+        long errors, double writerRate, String writerDetails, double writerCores, double daemonCores)
     {
     }
 
     private Measurement lookups(
-        final int run, final int round, final List<Child> secondaries, final Child writer, final double seconds)
+        final int run, final int round, final BenchDaemon daemon, final List<Child> secondaries, final Child writer,
+        final double seconds)
     {
         final int n = secondaries.size();
         final String name = n + (null != writer ? ".writer" : "");
+        final long startNs = System.nanoTime();
+        final double daemonCpu = daemon.cpuSeconds();
+        final double writerCpu = null != writer ? writer.cpuSeconds() : Double.NaN;
         if (null != writer)
         {
             writer.send("start " + run + " " + WRITER_RATE);
@@ -165,6 +172,8 @@ public final class MultiProcessBench
         }
         double writerRate = Double.NaN;
         String writerDetails = "";
+        double writerCores = Double.NaN;
+        double daemonCores = Double.NaN;
         if (null != writer)
         {
             writer.send("stop");
@@ -179,11 +188,15 @@ public final class MultiProcessBench
             errors += failed;
             writerRate = Double.parseDouble(result.get("rate"));
             writerDetails = result.toString();
+            final double windowSeconds = (System.nanoTime() - startNs) / 1e9;
+            writerCores = (writer.cpuSeconds() - writerCpu) / windowSeconds;
+            daemonCores = (daemon.cpuSeconds() - daemonCpu) / windowSeconds;
         }
         System.out.printf(Locale.ROOT, "multi: round %d, %d secondar%s%s: %.1f M lookups/s%s%n", round, n,
             n == 1 ? "y" : "ies", null != writer ? " + writer" : "", total / 1e6,
             null != writer ? String.format(Locale.ROOT, " (writer reached %.0f/s)", writerRate) : "");
-        return new Measurement(name, round, total, rates, details, errors, writerRate, writerDetails);
+        return new Measurement(name, round, total, rates, details, errors, writerRate, writerDetails, writerCores,
+            daemonCores);
     }
 
     private void record(final Measurement m)
@@ -197,6 +210,12 @@ public final class MultiProcessBench
         if (!Double.isNaN(m.writerRate()))
         {
             record("writer." + m.rates().size() + ".rate", m.round(), m.writerRate(), "cycles/s", m.writerDetails());
+        }
+        if (!Double.isNaN(m.writerCores()))
+        {
+            record("writer." + m.rates().size() + ".cores", m.round(), m.writerCores(), "cores", "the writer's CPU");
+            record("writer." + m.rates().size() + ".daemonCores", m.round(), m.daemonCores(), "cores",
+                "the daemon's CPU while the writer ran");
         }
     }
 

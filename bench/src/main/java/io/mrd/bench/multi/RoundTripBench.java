@@ -22,7 +22,9 @@ import java.util.Map;
  * reference (journal on beside off, and beside the C reference). The C ping-pong runs warm, a fresh pair of
  * processes with both sides blocking in {@code read}, back to back, after a fifth of its count of untimed round
  * trips, right before or after the Java round trip it is the floor of. It then times round trips each after a
- * {@value #IDLE_PAUSE_US} µs pause, an idle machine's figure ({@code pingpong.idle.*}), shown as information.
+ * {@value #IDLE_PAUSE_US} µs pause, an idle machine's figure ({@code pingpong.idle.*}), and back to back again
+ * against a server that waits in {@code epoll_wait} before each read, as the daemon's event loop does
+ * ({@code pingpong.epoll.*}): both shown as information.
  * <p>
  * Per window: smoke 1,000 existing, 20 new, 100 ALLOC + FREE; quick 10,000, 100, 1,000; full 40,000, 300,
  * 3,000; the references the same counts. Writes {@code roundtrip.tsv}, {@code c-pingpong.tsv}, {@code c-pin.tsv},

@@ -119,6 +119,7 @@ public final class ReportTable
         rows.addAll(multiProcess());
         rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p50", "p50", 1.1));
         rows.add(createRoundTrip("create round trip, MR exists (protocol + primary lookup), p99", "p99", 2.0));
+        rows.add(createRoundTripVersusEpoll());
         rows.add(newRegistration());
         rows.addAll(largeAllocations());
         rows.addAll(inFlight());
@@ -280,8 +281,13 @@ public final class ReportTable
         for (final int n : PROCESS_COUNTS)
         {
             final OptionalDouble writerRate = results.median("multi", "writer." + n + ".rate");
+            final OptionalDouble writerCores = results.median("multi", "writer." + n + ".cores");
+            final OptionalDouble daemonCores = results.median("multi", "writer." + n + ".daemonCores");
+            final String cpu = writerCores.isPresent() && daemonCores.isPresent() ?
+                String.format(Locale.ROOT, "; CPU: writer %.2f, daemon %.2f cores", writerCores.getAsDouble(),
+                    daemonCores.getAsDouble()) : "";
             final String writer = writerRate.isPresent() ?
-                String.format(Locale.ROOT, " (reached %.0f/s)", writerRate.getAsDouble()) : "";
+                String.format(Locale.ROOT, " (reached %.0f/s%s)", writerRate.getAsDouble(), cpu) : "";
             final long failed = errors(n + ".writer");
             final String label = "lookups/s, " + n + (n == 1 ? " secondary" : " secondaries, total") +
                 ", writer allocating+creating+freeing 100/s" + writer + errorNote(failed);
@@ -345,6 +351,19 @@ public final class ReportTable
             side("c", "pingpong." + percentile, v -> "ping-pong warm " + percentilesText("c", "pingpong") + idleText),
             ReportTable::quotient, Scale.TIMES, " (" + percentile + ")",
             Target.atMost(maxRatio, percentile + " ≤ " + ratio(maxRatio) + " C ping-pong"));
+    }
+
+    /**
+     * The create round trip to an existing MR against the C ping-pong whose server waits in {@code epoll_wait}
+     * before each read, as the daemon's event loop does: information, no target (how far the daemon is from the
+     * least an event-loop server costs on this machine).
+     */
+    private Row createRoundTripVersusEpoll()
+    {
+        return compare("create round trip, MR exists, p50, against a C server in epoll_wait (as an event loop)",
+            percentiles("multi", "create.existing", "p50", ""),
+            side("c", "pingpong.epoll.p50", v -> "epoll ping-pong " + percentilesText("c", "pingpong.epoll")),
+            ReportTable::quotient, Scale.TIMES, " (p50)", null);
     }
 
     /**
