@@ -64,13 +64,16 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* CacheEntryDescriptor's layout: the same bytes per entry as mrd's tables, so both sides miss alike. */
 struct entry {
     uint64_t start;
     uint64_t end;
     uint32_t lkey;
+    uint32_t rkey;
     int32_t mr;
+    uint32_t access;
 };
-_Static_assert(sizeof(struct entry) == 24, "entry must be 24 bytes like CacheEntryDescriptor");
+_Static_assert(sizeof(struct entry) == 32, "entry must be 32 bytes like CacheEntryDescriptor.ENTRY_LENGTH");
 
 static inline void blackhole(uint32_t v)
 {
@@ -124,9 +127,10 @@ static uint64_t *addresses(uint32_t chunks, int never_repeat)
 
 static void fill(struct entry *t, uint32_t entries)
 {
-    t[0] = (struct entry){0, 0, NO_LKEY, -1};
+    t[0] = (struct entry){.lkey = NO_LKEY, .rkey = NO_LKEY, .mr = -1};
     for (uint32_t c = 0; c < entries; c++)
-        t[c + 1] = (struct entry){chunk_start(c), chunk_start(c) + CHUNK, chunk_lkey(c), (int32_t)c};
+        t[c + 1] = (struct entry){.start = chunk_start(c), .end = chunk_start(c) + CHUNK, .lkey = chunk_lkey(c),
+                                  .rkey = chunk_lkey(c), .mr = (int32_t)c};
 }
 
 /* ---- the halving search with a sentinel ---- */
@@ -250,8 +254,9 @@ static void global_rewrite(struct global *g, uint32_t chunk)
     uint64_t seq = *g->seq;
     __atomic_store_n(g->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE); /* store-store: odd seq before any data */
-    g->table[chunk + 1] = (struct entry){chunk_start(chunk), chunk_start(chunk) + CHUNK, chunk_lkey(chunk),
-                                         (int32_t)chunk};
+    g->table[chunk + 1] = (struct entry){.start = chunk_start(chunk), .end = chunk_start(chunk) + CHUNK,
+                                         .lkey = chunk_lkey(chunk), .rkey = chunk_lkey(chunk),
+                                         .mr = (int32_t)chunk};
     __atomic_store_n(g->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
@@ -274,7 +279,7 @@ static void ctrl_flush(struct mr_ctrl *c)
     memset(c->cache, 0, sizeof(c->cache));
     c->mru = 0;
     c->head = 0;
-    c->bottom[0] = (struct entry){0, 0, NO_LKEY, -1};
+    c->bottom[0] = (struct entry){.lkey = NO_LKEY, .rkey = NO_LKEY, .mr = -1};
     c->bottom_len = 1;
     c->cur_gen = __atomic_load_n(c->dev_gen_ptr, __ATOMIC_ACQUIRE);
 }
