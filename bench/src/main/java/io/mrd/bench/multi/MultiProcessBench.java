@@ -137,7 +137,7 @@ public final class MultiProcessBench
         final int n = secondaries.size();
         final String name = n + (null != writer ? ".writer" : "");
         final long startNs = System.nanoTime();
-        final double daemonCpu = daemon.cpuSeconds();
+        final double daemonCpu = null != writer ? daemon.cpuSeconds() : Double.NaN;
         final double writerCpu = null != writer ? writer.cpuSeconds() : Double.NaN;
         if (null != writer)
         {

@@ -48,10 +48,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * tmpfs pages the one pass is the cheaper by 6 to 10 %: {@code mlock} alone took 1.39 to 1.52 ms at the median,
  * {@code MADV_POPULATE_WRITE} then {@code mlock} 1.50 to 1.97 ms (a C program, 6 alternating rounds of 400 on a
  * 2-core AMD EPYC VM, kernel 6.18); in the daemon the population was 1.35 to 1.72 ms of such a registration and
- * the pin after it 0.22 to 0.28 ms. Longer ranges are cut into slices at {@link #SLICE_ALIGNMENT} boundaries (a multiple of every page
- * size mrd maps, 4 KiB and 2 MiB hugepages, so that no huge page is split between two threads); the caller and
- * up to {@code threads - 1} pool threads claim slices until none is left, so a caller never waits for a slice
- * no thread has started, even when other registrations keep the pool busy.
+ * the pin after it 0.22 to 0.37 ms. Longer ranges are cut into slices at {@link #SLICE_ALIGNMENT} boundaries
+ * (a multiple of every page size mrd maps, 4 KiB and 2 MiB hugepages, so that no huge page is split between two
+ * threads); the caller and up to {@code threads - 1} pool threads claim slices until none is left, so a caller
+ * never waits for a slice no thread has started, even when other registrations keep the pool busy.
  * <p>
  * Population is an optimisation: a range that cannot be populated (part of it unmapped, no hugepage left) is
  * left to the pin that follows, which fails with its own error; {@link #populate} only reports the first errno.
