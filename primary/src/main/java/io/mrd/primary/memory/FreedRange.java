@@ -14,13 +14,13 @@ package io.mrd.primary.memory;
  * <li>still under the write lock, it tells every {@link MemoryEventListener} (DPDK's
  * {@code rte_mem_event_callback_register}): the MR engine clears the segments' bits in every MR covering them,
  * rebuilds the global cache and bumps devGen, so that no lkey for the range is handed out any more;</li>
- * <li>the caller, having deregistered what the event detached, calls {@link MemoryManager#release}, which unmaps
- * the range and punches its pages out of the backing file with no lock held (giving pages back can be slow and
- * must not stall lookups or allocations), then makes the segments free for allocation.</li>
+ * <li>the caller, having deregistered what the event detached, calls {@link MemoryManager#release}, which punches
+ * the range's pages out of the backing file (on hugetlbfs after unmapping it) with no lock held (giving pages
+ * back can be slow and must not stall lookups or allocations), then makes the segments free for allocation.</li>
  * </ol>
- * Unmapping before the MR engine has cleared its bitmaps would leave registrations over memory that is gone;
- * allocating the segments again before the release would let its unmap destroy the new owner's mapping, which is
- * why freed segments stay withheld until then.
+ * Giving the pages back before the MR engine has cleared its bitmaps would leave registrations over memory that
+ * is gone; allocating the segments again before the release would let its punch empty the new owner's memory,
+ * which is why freed segments stay withheld until then.
  *
  * @param listIndex    the list the run lies in.
  * @param firstSegment index of the run's first segment in the list.

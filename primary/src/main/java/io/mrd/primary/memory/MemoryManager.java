@@ -41,7 +41,7 @@ import static io.mrd.layout.MemsegListDescriptor.OWNER_DAEMON;
  * <b>Freeing is three steps</b> ({@link FreedRange}), so that the MR engine drops its MRs over the range
  * before its pages go: {@link #free} (or {@link #freeAllOwnedBy}) takes the segments out of use and tells
  * every {@link MemoryEventListener} under the write lock, and the caller, once it has deregistered what the
- * event detached, calls {@link #release} to unmap them with no lock held.
+ * event detached, calls {@link #release} to give their pages back with no lock held.
  */
 public final class MemoryManager implements AutoCloseable
 {
@@ -149,8 +149,8 @@ public final class MemoryManager implements AutoCloseable
     /**
      * Allocates a virtually contiguous run of whole segments, first fit: the lowest list, then the lowest
      * index, that has a run of enough free segments. Runs never span lists. The run is mapped read-write and
-     * shared before this returns; its pages are zero. Its segments record {@code access}, which decides what
-     * MRs cover them ({@link #contiguousChunk}).
+     * shared in the daemon when this returns ({@link MemsegListMapping}); its pages are zero. Its segments
+     * record {@code access}, which decides what MRs cover them ({@link #contiguousChunk}).
      *
      * @param length bytes wanted, rounded up to whole segments.
      * @param owner  the client id, or {@link MemsegListDescriptor#OWNER_DAEMON}; must be positive.
@@ -302,10 +302,11 @@ public final class MemoryManager implements AutoCloseable
     }
 
     /**
-     * Step 3 of freeing: unmaps the range (back to reserved address space) and gives its pages back to the
-     * system, then makes its segments free for allocation. Call exactly once per {@link FreedRange}, after
-     * {@link #free} returned it, and without holding the memory lock: the unmap and the hole punch run with no
-     * lock held, so that slow page release never stalls lookups or allocations. A no-op after {@link #close}.
+     * Step 3 of freeing: gives the range's pages back to the system (on hugetlbfs after unmapping it back to
+     * reserved address space), then makes its segments free for allocation. Call exactly once per
+     * {@link FreedRange}, after {@link #free} returned it, and without holding the memory lock: the unmap and
+     * the hole punch run with no lock held, so that slow page release never stalls lookups or allocations.
+     * A no-op after {@link #close}.
      *
      * @param range what {@link #free} or {@link #freeAllOwnedBy} returned.
      * @throws MrdException when unmapping or punching fails; the segments then stay withheld from allocation.

@@ -5,7 +5,6 @@ import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MemsegListRecord;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RemoteAccess;
-import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import org.agrona.MutableDirectBuffer;
 
@@ -24,10 +23,11 @@ import static io.mrd.layout.MemsegListDescriptor.OWNER_FREE;
  * <p>
  * The heap arrays here are the truth; every change is mirrored into the list's record in the control file
  * ({@link MemsegListRecord}) for secondaries and tools. A segment is in one of three states: free,
- * allocated (owner &gt; 0), or <em>releasing</em>: freed in the bookkeeping but still mapped until
- * {@link MemoryManager#release} unmaps it. A releasing segment is neither allocated (the MR engine no longer
- * sees it) nor free (it cannot be handed out again before its pages are gone, or the late unmap would
- * destroy the new owner's mapping); the control file shows it as free.
+ * allocated (owner &gt; 0), or <em>releasing</em>: freed in the bookkeeping but still holding its pages until
+ * {@link MemoryManager#release} gives them back. A releasing segment is neither allocated (the MR engine no
+ * longer sees it) nor free (it cannot be handed out again before its pages are gone, or the late hole punch
+ * would empty the new owner's memory); the control file shows it as free. {@link MemsegListMapping} says how
+ * the daemon maps the list's file.
  * <p>
  * Not thread-safe: {@link MemoryManager} calls the mutators under its memory lock, and the state getters
  * ({@link #isAllocated}, {@link #owner}, {@link #allocationFirst}) must be called with that lock held. The
@@ -47,7 +47,7 @@ public final class MemsegList
     private final long pageSize;
     private final boolean hugetlbfs;
     private final Path backingPath;
-    private final int fd;
+    private final MemsegListMapping mapping;
     private final int[] owner;
     private final int[] allocationFirst;
     /** Access of each allocated or releasing segment's allocation. */
@@ -55,7 +55,6 @@ public final class MemsegList
     private final MemsegListRecord record = new MemsegListRecord();
     private int allocatedSegments;
     private int releasingSegments;
-    private boolean closed;
 
     /**
      * Reserves the address range, creates the backing file and writes the list's record.
@@ -103,16 +102,7 @@ public final class MemsegList
                 MemsegListDescriptor.PATH_MAX_LENGTH + " bytes: choose a shorter --dir or --huge-dir");
         }
 
-        Posix.reserve(baseVa, length);
-        try
-        {
-            fd = BackingFiles.open(this.backingPath, length);
-        }
-        catch (final RuntimeException ex)
-        {
-            Posix.munmapQuietly(baseVa, length);
-            throw ex;
-        }
+        mapping = new MemsegListMapping(baseVa, length, this.backingPath, hugetlbfs);
 
         record.wrap(control, recordOffset)
             .baseVa(baseVa)
@@ -454,32 +444,12 @@ public final class MemsegList
     }
 
     /**
-     * Maps the backing file's pages of {@code [first, first + n)} read-write and shared over the reservation.
-     * On failure the range is put back to reserved address space and the errno's exception is thrown.
+     * Makes {@code [first, first + n)} usable in the daemon ({@link MemsegListMapping#map}). On failure the
+     * range is put back to reserved address space and the errno's exception is thrown.
      */
     void map(final int first, final int n)
     {
-        final long address = segmentAddress(first);
-        final long bytes = (long)n << segmentShift;
-        try
-        {
-            Posix.mapFixed(address, bytes, Posix.PROT_READ | Posix.PROT_WRITE, Posix.MAP_SHARED, fd,
-                (long)first << segmentShift);
-        }
-        catch (final MrdException ex)
-        {
-            // A failed MAP_FIXED may already have unmapped the old range; re-reserve it so that no one else's
-            // mmap can land inside the list.
-            try
-            {
-                Posix.unmapToReservation(address, bytes);
-            }
-            catch (final MrdException ignore)
-            {
-                // the original failure is what the caller must see
-            }
-            throw ex;
-        }
+        mapping.map(segmentAddress(first), (long)first << segmentShift, (long)n << segmentShift);
     }
 
     void markAllocated(final int first, final int n, final int newOwner, final int newAccess)
@@ -535,22 +505,15 @@ public final class MemsegList
     }
 
     /**
-     * Unmaps {@code [first, first + n)} back to reserved address space and gives its pages back to the
-     * system. Needs no lock: the segments are releasing, so no one else touches them.
+     * Gives the pages of {@code [first, first + n)} back to the system ({@link MemsegListMapping#unmapAndPunch}).
+     * Needs no lock: the segments are releasing, so no one else touches them.
      *
-     * @throws MrdException when either step fails; the segments then stay releasing (withheld from
-     *                      allocation) rather than be handed out with someone's data in them.
+     * @throws MrdException when a step fails; the segments then stay releasing (withheld from allocation)
+     *                      rather than be handed out with someone's data in them.
      */
     void unmapAndPunch(final int first, final int n)
     {
-        final long bytes = (long)n << segmentShift;
-        Posix.unmapToReservation(segmentAddress(first), bytes);
-        final int errno = Posix.punchHole(fd, (long)first << segmentShift, bytes);
-        if (errno != 0)
-        {
-            throw Posix.failure(errno, "fallocate(PUNCH_HOLE " + backingPath + ", offset " +
-                Sizes.hex((long)first << segmentShift) + ", " + Sizes.format(bytes) + ")");
-        }
+        mapping.unmapAndPunch(segmentAddress(first), (long)first << segmentShift, (long)n << segmentShift);
     }
 
     void markFree(final int first, final int n)
@@ -570,19 +533,12 @@ public final class MemsegList
      */
     void close()
     {
-        if (!closed)
-        {
-            closed = true;
-            Posix.munmapQuietly(baseVa, length);
-            BackingFiles.deleteQuietly(backingPath);
-            // Unlocks last, so that a daemon cleaning stale files never sees this one unlocked and present.
-            Posix.close(fd);
-        }
+        mapping.close();
     }
 
     boolean isClosed()
     {
-        return closed;
+        return mapping.isClosed();
     }
 
     public String toString()

@@ -56,14 +56,16 @@ import java.util.concurrent.atomic.AtomicReference;
  * Population is an optimisation: a range that cannot be populated (part of it unmapped, no hugepage left) is
  * left to the pin that follows, which fails with its own error; {@link #populate} only reports the first errno.
  * <p>
- * By default population leaves one processor to the rest of the daemon. Every populating call holds the
- * process's {@code mmap_lock} for reading, and other clients' ALLOC and FREE map and unmap, which needs it for
- * writing; on 2 cores with two populating threads, a 1 GiB registration in flight put their p99s at 2 and 3
- * times the idle figures (medians of 5 rounds, {@code bench/results/2026-12-02T02-31-17Z}), with one thread at
- * 1.2 and 1.4 times ({@code 2026-12-02T02-44-25Z}), at the price of a slower 1 GiB registration (1.0 times the
- * C reference's single-threaded {@code MAP_POPULATE} + {@code mlock} instead of 1.6). Lowering the pool's
- * priority instead made it worse (10 and 16 times, {@code 2026-12-02T02-57-10Z}): a descheduled thread kept
- * its read hold on the lock while the writers queued behind it.
+ * By default population leaves one processor to the rest of the daemon: the registrations' faults take CPU
+ * from everyone else, and every populating call holds the process's {@code mmap_lock} for reading, which ALLOC
+ * and FREE of a hugetlbfs list need for writing (they map and unmap; a tmpfs list is mapped whole,
+ * {@code MemsegListMapping}). On 2 cores with two populating threads, when ALLOC and FREE still remapped on tmpfs
+ * too, a 1 GiB registration in flight put their p99s at 2 and 3 times the idle figures (medians of 5 rounds,
+ * {@code bench/results/2026-12-02T02-31-17Z}), with one thread at 1.2 and 1.4 times ({@code 2026-12-02T02-44-25Z}),
+ * at the price of a slower 1 GiB registration (1.0 times the C reference's single-threaded {@code MAP_POPULATE} +
+ * {@code mlock} instead of 1.6). Lowering the pool's priority instead made it worse (10 and 16 times,
+ * {@code 2026-12-02T02-57-10Z}): a descheduled thread kept its read hold on the lock while the writers queued
+ * behind it.
  * <p>
  * Thread-safe. The pool's threads are daemon threads named {@code mrd-populate-N}, stopped by {@link #close()}.
  */

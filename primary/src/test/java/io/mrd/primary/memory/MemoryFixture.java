@@ -71,6 +71,32 @@ final class MemoryFixture implements AutoCloseable
     }
 
     /**
+     * @return the resident kibibytes ({@code Rss}) of the mapping of /proc/self/smaps whose range holds
+     *         {@code address}.
+     */
+    static long residentKib(final long address)
+    {
+        final String header = mapsLine(address);
+        try
+        {
+            final List<String> lines = Files.readAllLines(Path.of("/proc/self/smaps"));
+            final int at = lines.indexOf(header);
+            for (int i = at + 1; at >= 0 && i < lines.size(); i++)
+            {
+                if (lines.get(i).startsWith("Rss:"))
+                {
+                    return Long.parseLong(lines.get(i).replaceAll("[^0-9]", ""));
+                }
+            }
+            throw new AssertionError("no Rss line for the mapping '" + header + "' in /proc/self/smaps");
+        }
+        catch (final IOException ex)
+        {
+            throw new UncheckedIOException(ex);
+        }
+    }
+
+    /**
      * @return the line of /proc/self/maps whose range holds {@code address}, or null.
      */
     static String mapsLine(final long address)
