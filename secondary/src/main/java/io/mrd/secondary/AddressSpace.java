@@ -153,16 +153,19 @@ final class AddressSpace
         }
         allocations.put(address, allocated);
         return new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(allocated), reply.lkey(),
-            reply.rkey(), reply.access());
+            reply.rkey(), reply.access(), watch.liveness());
     }
 
     /**
      * Claims the allocation, unmaps it back to the reservation, then {@code FREE}. When the daemon refuses
      * (answers, but does not free), the memory is still this client's: it is mapped and recorded again. When
-     * the daemon is gone or does not answer in time, the memory is to be considered gone.
+     * the daemon is gone or does not answer in time, the memory is to be considered gone. Once the daemon is known
+     * lost it throws before it changes anything (the loss rule, {@link DaemonLiveness}): the memory stays mapped
+     * until the client's close.
      */
     void free(final MemorySegment segment)
     {
+        watch.requireAliveAsLastSeen();
         final long address = segment.address();
         final Long length = allocations.get(address);
         if (null == length || length != segment.byteSize())
@@ -248,7 +251,7 @@ final class AddressSpace
             throw ex;
         }
         return new ExternalMemory(address, mapped, reply.lkey(), reply.rkey(), reply.access(),
-            MemorySegment.ofAddress(address).reinterpret(mapped));
+            MemorySegment.ofAddress(address).reinterpret(mapped), watch.liveness());
     }
 
     /**
@@ -270,10 +273,12 @@ final class AddressSpace
 
     /**
      * Unmaps external memory back to the reservation, then {@code DEREG_EXTERNAL}. If the daemon refuses, the
-     * memory is no longer mapped here either way.
+     * memory is no longer mapped here either way. Once the daemon is known lost it throws before it changes
+     * anything, as {@link #free} does.
      */
     void deregisterExternal(final ExternalMemory memory)
     {
+        watch.requireAliveAsLastSeen();
         if (!inProcess)
         {
             Posix.unmapToReservation(memory.address(), memory.length());

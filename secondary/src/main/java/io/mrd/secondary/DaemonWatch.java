@@ -128,7 +128,13 @@ final class DaemonWatch
      */
     void requireAliveAsLastSeen()
     {
-        latch.requireAliveAsLastSeen();
+        latch.requireAlive();
+    }
+
+    /** @return the check {@link #requireAliveAsLastSeen()} makes, for the parts of the client outside it. */
+    DaemonLiveness liveness()
+    {
+        return latch;
     }
 
     /**

@@ -14,14 +14,14 @@ import java.util.ArrayList;
  * class comment for the protocol and why no death is lost). This class keeps the two orders that protocol
  * needs:
  * <ul>
- *   <li>{@link #trip} stores the reason (volatile: what {@link #requireAliveAsLastSeen()} reads) before it
+ *   <li>{@link #trip} stores the reason (volatile: what {@link #requireAlive()} reads) before it
  *       invalidates any cache;</li>
  *   <li>{@link #track} and {@link #trip} hold the same lock: a cache tracked after a trip is ordered after the
  *       reason's store, so the check its constructor makes after tracking throws; one tracked before is in
  *       the list the trip invalidates.</li>
  * </ul>
  */
-final class LivenessLatch
+final class LivenessLatch implements DaemonLiveness
 {
     private static final int MIN_SWEEP = 16;
 
@@ -36,7 +36,7 @@ final class LivenessLatch
      *
      * @throws MrdException a fresh copy of the reason, once tripped.
      */
-    void requireAliveAsLastSeen()
+    public void requireAlive()
     {
         final MrdException reason = broken;
         if (null != reason)

@@ -50,7 +50,9 @@ import java.util.concurrent.locks.LockSupport;
  * Either marks the client dead, which fails every
  * request in flight and makes every later call, {@link MrCache#lkey} included, throw
  * {@link DaemonDeadException}: an lkey of a dead or restarted daemon is never returned. The slow path of a
- * lookup checks again itself before it sends {@code CREATE_MR}.
+ * lookup checks again itself before it sends {@code CREATE_MR}. The rest of the client follows the same rule
+ * ({@link DaemonLiveness}: keys of {@link RegisteredMemory}, {@link ExternalMemory} and the pools, the verbs),
+ * and every {@code close()} succeeds.
  * <p>
  * <b>One client per daemon per process</b>: the client reserves the daemon's address ranges, so a second
  * client of the same daemon in one process fails with EEXIST. In the daemon's own process (tests) the
@@ -414,7 +416,7 @@ public final class MrdClient implements AutoCloseable
                     {
                         watch.requireAliveAsLastSeen();
                         connection.call(new Message.Queues(operation, kind, handle));
-                    });
+                    }, watch.liveness());
                 LOG.debug("imported {} (PD handle {}) from {}", imported.device(), imported.pdHandle(),
                     watch.daemon());
             }
@@ -481,6 +483,15 @@ public final class MrdClient implements AutoCloseable
     public long daemonPid()
     {
         return watch.daemonPid();
+    }
+
+    /**
+     * @return the check every part of this client makes before it hands out a key or uses the daemon's device:
+     *         the loss rule ({@link DaemonLiveness}). For code of the application's own that caches keys.
+     */
+    public DaemonLiveness liveness()
+    {
+        return watch.liveness();
     }
 
     /** @return true once the daemon is known dead, stopped or restarted, or the client is closed. */

@@ -13,8 +13,9 @@ import java.lang.foreign.MemorySegment;
  * registered. The MR stays active while any segment it covers is allocated: another client freeing memory in
  * the same chunk clears only that memory's segments from it (the local caches flush and may split its entries,
  * and a fresh lookup returns these same keys). Memory with remote access never shares an MR with another
- * allocation, so nothing but its own free detaches it. After a daemon restart the keys mean nothing, as every
- * key of the old daemon.
+ * allocation, so nothing but its own free detaches it. Once the daemon is lost (it died, stopped or restarted),
+ * the keys follow the loss rule ({@link DaemonLiveness}): {@link #lkey()}, {@link #rkey()} and {@link #keyPair()}
+ * throw {@link DaemonDeadException}.
  */
 public final class RegisteredMemory
 {
@@ -22,13 +23,16 @@ public final class RegisteredMemory
     private final int lkey;
     private final int rkey;
     private final int access;
+    private final DaemonLiveness liveness;
 
-    RegisteredMemory(final MemorySegment segment, final int lkey, final int rkey, final int access)
+    RegisteredMemory(
+        final MemorySegment segment, final int lkey, final int rkey, final int access, final DaemonLiveness liveness)
     {
         this.segment = segment;
         this.lkey = lkey;
         this.rkey = rkey;
         this.access = access;
+        this.liveness = liveness;
     }
 
     /** @return the memory, {@code byteSize()} the length the daemon allocated. */
@@ -37,21 +41,33 @@ public final class RegisteredMemory
         return segment;
     }
 
-    /** @return the lkey of its MR, for the local SGE of any buffer inside it. */
+    /**
+     * @return the lkey of its MR, for the local SGE of any buffer inside it.
+     * @throws DaemonDeadException once the daemon is lost.
+     */
     public int lkey()
     {
+        liveness.requireAlive();
         return lkey;
     }
 
-    /** @return the rkey of its MR, {@link Access#NO_RKEY} without remote access. */
+    /**
+     * @return the rkey of its MR, {@link Access#NO_RKEY} without remote access.
+     * @throws DaemonDeadException once the daemon is lost.
+     */
     public int rkey()
     {
+        liveness.requireAlive();
         return rkey;
     }
 
-    /** @return both keys packed as {@link KeyPair#pack}, as {@link MrCache#keyPair} returns them. */
+    /**
+     * @return both keys packed as {@link KeyPair#pack}, as {@link MrCache#keyPair} returns them.
+     * @throws DaemonDeadException once the daemon is lost.
+     */
     public long keyPair()
     {
+        liveness.requireAlive();
         return KeyPair.pack(lkey, rkey);
     }
 

@@ -124,7 +124,7 @@ public class CacheLivenessStress
 
         public void requireAliveAsLastSeen()
         {
-            latch.requireAliveAsLastSeen();
+            latch.requireAlive();
         }
 
         public long devGenAddress()
@@ -139,7 +139,7 @@ public class CacheLivenessStress
 
         public void requireAliveNow()
         {
-            latch.requireAliveAsLastSeen();
+            latch.requireAlive();
         }
 
         public boolean lookupGlobal(final long address, final MrEntry out)

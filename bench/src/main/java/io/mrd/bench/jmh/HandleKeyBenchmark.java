@@ -1,6 +1,7 @@
 package io.mrd.bench.jmh;
 
 import io.mrd.bench.fixture.AddressPattern;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.RegisteredMemory;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -39,13 +40,14 @@ public class HandleKeyBenchmark
     public void setUp() throws ReflectiveOperationException
     {
         final Constructor<RegisteredMemory> constructor = RegisteredMemory.class.getDeclaredConstructor(
-            MemorySegment.class, int.class, int.class, int.class);
+            MemorySegment.class, int.class, int.class, int.class, DaemonLiveness.class);
         constructor.setAccessible(true);
         final RegisteredMemory[] handles = new RegisteredMemory[MrCache.TOP_HALF_ENTRIES];
         for (int chunk = 0; chunk < handles.length; chunk++)
         {
             handles[chunk] = constructor.newInstance(MemorySegment.ofAddress(AddressPattern.chunkStart(chunk))
-                .reinterpret(AddressPattern.CHUNK), AddressPattern.lkey(chunk), AddressPattern.lkey(chunk) + 1, 0);
+                .reinterpret(AddressPattern.CHUNK), AddressPattern.lkey(chunk), AddressPattern.lkey(chunk) + 1, 0,
+                DaemonLiveness.UNWATCHED);
         }
         final long[] addresses = AddressPattern.changingChunk(handles.length);
         buffers = new RegisteredMemory[addresses.length];

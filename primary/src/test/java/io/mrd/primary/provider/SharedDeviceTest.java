@@ -3,6 +3,7 @@ package io.mrd.primary.provider;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.verbs.CompletionQueue;
 import io.mrd.secondary.verbs.QpCaps;
 import io.mrd.secondary.verbs.QueuePair;
@@ -79,7 +80,7 @@ final class SharedDeviceTest
                 Files.readSymbolicLink(Path.of("/proc/self/fd/" + copy)), "a descriptor of the context's command file");
             // ibv_import_pd refuses a handle that names no live PD of the device: the import is the proof
             try (Verbs verbs = Verbs.importDevice(library.toString(), copy, device.pdHandle(), device.deviceName(),
-                QueueReporter.NONE))
+                QueueReporter.NONE, DaemonLiveness.UNWATCHED))
             {
                 assertEquals(device.pdHandle(), verbs.pdHandle());
             }
@@ -104,7 +105,7 @@ final class SharedDeviceTest
             assertTrue(device.destroysByHandle());
             assertTrue(device.whyQueuesOutliveTheirClient().isEmpty());
             try (Verbs verbs = Verbs.importDevice(library.toString(), device.duplicateCommandFd(), device.pdHandle(),
-                device.deviceName(), QueueReporter.NONE))
+                device.deviceName(), QueueReporter.NONE, DaemonLiveness.UNWATCHED))
             {
                 final LiveObjects before = LiveObjects.of(library, verbs.context());
                 final CompletionQueue cq = verbs.createCq(16);

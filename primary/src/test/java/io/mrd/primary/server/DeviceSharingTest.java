@@ -9,6 +9,7 @@ import io.mrd.layout.protocol.MessageType;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.UnixSocket;
 import io.mrd.secondary.DaemonConnection;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.ReplyReader;
 import io.mrd.secondary.verbs.CompletionQueue;
 import io.mrd.secondary.verbs.QpCaps;
@@ -93,7 +94,7 @@ class DeviceSharingTest
                     assertTrue(COMMAND_FILE.matcher(link(answer.fd())).matches(), link(answer.fd()));
                     // the device refuses a PD handle it does not know: importing is the check
                     imports.add(Verbs.importDevice(EmulatedDevice.library().toString(), answer.fd(),
-                        imported.pdHandle(), imported.device(), QueueReporter.NONE));
+                        imported.pdHandle(), imported.device(), QueueReporter.NONE, DaemonLiveness.UNWATCHED));
                 }
                 // the daemon closes each duplicate right after the send, maybe after the client read it
                 await("the daemon closed its duplicates", () -> commandFileDescriptors() == 1 + imports.size());
@@ -184,7 +185,8 @@ class DeviceSharingTest
                 final DaemonConnection.Answer answer = owner.callForFd(new Message.ImportPd());
                 verbs = Verbs.importDevice(library.toString(), answer.fd(),
                     ((Message.PdImported)answer.reply()).pdHandle(), EmulatedDevice.DEVICE_NAME,
-                    (operation, kind, handle) -> owner.call(new Message.Queues(operation, kind, handle)));
+                    (operation, kind, handle) -> owner.call(new Message.Queues(operation, kind, handle)),
+                    DaemonLiveness.UNWATCHED);
                 opened.add(verbs);
                 before = LiveObjects.of(library, verbs.context());
                 final CompletionQueue cq = verbs.createCq(16);

@@ -3,6 +3,8 @@ package io.mrd.secondary.pool;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.DaemonDeadException;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.MrdClient;
 
 import java.util.ArrayList;
@@ -41,6 +43,8 @@ public final class BufferPool implements AutoCloseable
 
     private final PoolContext context;
     private final SlabSource source;
+    /** The source's check of its daemon, made by every acquire and every buffer's keys. */
+    final DaemonLiveness liveness;
     private final SizeClass[] classes;
     private final int[] magazineCapacities;
     private final int minShift;
@@ -56,6 +60,7 @@ public final class BufferPool implements AutoCloseable
     {
         this.context = context;
         this.source = source;
+        this.liveness = source.liveness();
         this.minShift = Integer.numberOfTrailingZeros(context.minClassSize());
         classes = new SizeClass[context.classCount()];
         magazineCapacities = new int[classes.length];
@@ -88,8 +93,9 @@ public final class BufferPool implements AutoCloseable
      * @param size bytes wanted, at least 1.
      * @return a buffer of the smallest class that holds {@code size} (above the largest class: a registered
      *         allocation of its own, {@code size} bytes).
-     * @throws MrdException EINVAL for a size under 1; EBADF once the pool is closed; the daemon's status when a
-     *                      new slab cannot be allocated (ENOMEM, ...).
+     * @throws MrdException EINVAL for a size under 1; EBADF once the pool is closed; {@link DaemonDeadException}
+     *                      once the daemon is lost ({@link DaemonLiveness}); the daemon's status when a new slab
+     *                      cannot be allocated (ENOMEM, ...).
      */
     public PooledBuffer acquire(final int size)
     {
@@ -97,6 +103,7 @@ public final class BufferPool implements AutoCloseable
         {
             throw closedError("acquire");
         }
+        liveness.requireAlive();
         if (size <= context.minClassSize())
         {
             if (size <= 0)
@@ -249,7 +256,8 @@ public final class BufferPool implements AutoCloseable
 
     /**
      * Gives every slab back to the source (the daemon), unless buffers are still acquired. Idempotent. Call it
-     * after every other thread stopped using the pool.
+     * after every other thread stopped using the pool. Once the daemon is lost (or the client closed) it gives
+     * nothing back and succeeds: the daemon's end frees the slabs, and the client's close unmaps them.
      *
      * @throws MrdException EBUSY naming the buffers still acquired: nothing was freed and the pool stays open;
      *                      the source's error of the first free that failed (the others were still tried).
@@ -290,13 +298,17 @@ public final class BufferPool implements AutoCloseable
         RuntimeException failure = null;
         for (final Slab slab : toFree)
         {
+            if (!sourceIsLive())
+            {
+                break;
+            }
             try
             {
                 source.free(slab.memory);
             }
             catch (final RuntimeException ex)
             {
-                if (null == failure)
+                if (null == failure && sourceIsLive())
                 {
                     failure = ex;
                 }
@@ -305,6 +317,20 @@ public final class BufferPool implements AutoCloseable
         if (null != failure)
         {
             throw failure;
+        }
+    }
+
+    /** @return false once the source's daemon is lost or its client closed: then there is nothing to give back. */
+    private boolean sourceIsLive()
+    {
+        try
+        {
+            liveness.requireAlive();
+            return true;
+        }
+        catch (final MrdException ex)
+        {
+            return false;
         }
     }
 

@@ -2,6 +2,7 @@ package io.mrd.secondary.pool;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.KeyPair;
 import org.agrona.MutableDirectBuffer;
 import org.agrona.concurrent.UnsafeBuffer;
@@ -52,24 +53,36 @@ public final class PooledBuffer
         return slot.capacity;
     }
 
-    /** @return the lkey of the slab's MR, for the local SGE of any part of this buffer. */
+    /**
+     * @return the lkey of the slab's MR, for the local SGE of any part of this buffer.
+     * @throws io.mrd.secondary.DaemonDeadException once the daemon is lost ({@link DaemonLiveness}).
+     */
     public int lkey()
     {
         check("lkey");
+        slot.slab.pool.liveness.requireAlive();
         return slot.slab.memory.lkey();
     }
 
-    /** @return the rkey of the slab's MR, {@link io.mrd.layout.Access#NO_RKEY} for a pool without remote access. */
+    /**
+     * @return the rkey of the slab's MR, {@link io.mrd.layout.Access#NO_RKEY} for a pool without remote access.
+     * @throws io.mrd.secondary.DaemonDeadException once the daemon is lost ({@link DaemonLiveness}).
+     */
     public int rkey()
     {
         check("rkey");
+        slot.slab.pool.liveness.requireAlive();
         return slot.slab.memory.rkey();
     }
 
-    /** @return both keys packed as {@link KeyPair#pack}. */
+    /**
+     * @return both keys packed as {@link KeyPair#pack}.
+     * @throws io.mrd.secondary.DaemonDeadException once the daemon is lost ({@link DaemonLiveness}).
+     */
     public long keyPair()
     {
         check("keyPair");
+        slot.slab.pool.liveness.requireAlive();
         final SlabMemory memory = slot.slab.memory;
         return KeyPair.pack(memory.lkey(), memory.rkey());
     }

@@ -1,5 +1,6 @@
 package io.mrd.secondary.pool;
 
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.MrdClient;
 import io.mrd.secondary.RegisteredMemory;
 
@@ -25,6 +26,16 @@ public interface SlabSource
     void free(SlabMemory memory);
 
     /**
+     * @return the check of the daemon behind the keys, which the pool makes before it hands out a buffer or a key
+     *         (the loss rule, {@link DaemonLiveness}); {@link DaemonLiveness#UNWATCHED} when no daemon stands
+     *         behind them.
+     */
+    default DaemonLiveness liveness()
+    {
+        return DaemonLiveness.UNWATCHED;
+    }
+
+    /**
      * @return a source of {@link MrdClient#allocateRegistered} memory: one round trip per slab, keys in the
      *         reply, and the daemon frees it with the client if the process dies.
      */
@@ -41,6 +52,11 @@ public interface SlabSource
             public void free(final SlabMemory memory)
             {
                 client.free(memory.segment());
+            }
+
+            public DaemonLiveness liveness()
+            {
+                return client.liveness();
             }
 
             public String toString()

@@ -2,6 +2,7 @@ package io.mrd.secondary.verbs;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.secondary.DaemonLiveness;
 
 import java.lang.foreign.MemorySegment;
 
@@ -19,11 +20,14 @@ public final class CompletionQueue implements AutoCloseable
     private final MemorySegment pollCq;
     private final int handle;
     private final int depth;
+    private final DaemonLiveness liveness;
     boolean closed;
 
-    CompletionQueue(final Verbs verbs, final MemorySegment cq, final MemorySegment pollCq)
+    CompletionQueue(
+        final Verbs verbs, final MemorySegment cq, final MemorySegment pollCq, final DaemonLiveness liveness)
     {
         this.verbs = verbs;
+        this.liveness = liveness;
         this.cq = cq;
         this.pollCq = pollCq;
         this.handle = cq.get(java.lang.foreign.ValueLayout.JAVA_INT, IbvStructs.CQ_HANDLE);
@@ -34,7 +38,8 @@ public final class CompletionQueue implements AutoCloseable
      * Takes up to {@code completions.capacity()} completions.
      *
      * @return how many were written to {@code completions}, 0 when there are none.
-     * @throws MrdException EBADF once closed; EIO when the device fails the poll.
+     * @throws MrdException EBADF once closed; {@code DaemonDeadException} once the daemon is lost; EIO when the
+     *                      device fails the poll (the CQ overran).
      */
     public int poll(final WorkCompletions completions)
     {
@@ -42,6 +47,7 @@ public final class CompletionQueue implements AutoCloseable
         {
             throw new MrdException(ErrorCode.EBADF, "poll of CQ handle " + handle + ", which is closed");
         }
+        liveness.requireAlive();
         final int n;
         try
         {

@@ -2,6 +2,7 @@ package io.mrd.secondary.verbs;
 
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.layout.sys.Sizes;
 
 import java.lang.foreign.Arena;
@@ -27,7 +28,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * returns; the memory the SGEs name must stay registered and untouched until the completion.
  * <p>
  * One thread posts sends and one posts receives at a time (they may be two); {@link #close()} after both
- * stopped.
+ * stopped. Once the daemon is lost, connecting and posting throw {@code DaemonDeadException}
+ * ({@link DaemonLiveness}).
  */
 public final class QueuePair implements AutoCloseable
 {
@@ -65,6 +67,7 @@ public final class QueuePair implements AutoCloseable
     private final QpCaps caps;
     private final int handle;
     private final int qpNum;
+    private final DaemonLiveness liveness;
     private final MemorySegment sendWr = Arena.ofAuto().allocate(IBV_SEND_WR);
     private final MemorySegment recvWr = Arena.ofAuto().allocate(IBV_RECV_WR);
     private final MemorySegment badSendWr = Arena.ofAuto().allocate(ADDRESS);
@@ -74,9 +77,10 @@ public final class QueuePair implements AutoCloseable
 
     QueuePair(
         final Verbs verbs, final MemorySegment qp, final MemorySegment context, final CompletionQueue sendCq,
-        final CompletionQueue recvCq, final QpCaps caps)
+        final CompletionQueue recvCq, final QpCaps caps, final DaemonLiveness liveness)
     {
         this.verbs = verbs;
+        this.liveness = liveness;
         this.qp = qp;
         this.postSend = context.get(ADDRESS, CONTEXT_POST_SEND);
         this.postRecv = context.get(ADDRESS, CONTEXT_POST_RECV);
@@ -132,6 +136,7 @@ public final class QueuePair implements AutoCloseable
     public synchronized void connect(final int peerQpNum)
     {
         checkOpen("connect");
+        liveness.requireAlive();
         if (verbs.linkLayerIsEthernet())
         {
             throw new MrdException(ErrorCode.EOPNOTSUPP, "port 1 of " + verbs.deviceName() + " is Ethernet " +
@@ -182,7 +187,8 @@ public final class QueuePair implements AutoCloseable
      * @param rkey          for RDMA WRITE and READ: the key the peer gave for that memory (ignored for SEND).
      * @param signaled      whether it completes with a work completion; a queue whose requests are all
      *                      unsignaled fills up, as its slots free only when a later completion is polled.
-     * @throws MrdException the device's errno: ENOMEM when the send queue is full, EINVAL when the queue pair
+     * @throws MrdException {@code DaemonDeadException} once the daemon is lost ({@link DaemonLiveness}); the
+     *                      device's errno: ENOMEM when the send queue is full, EINVAL when the queue pair
      *                      is not connected or the request is malformed (more SGEs than granted).
      */
     public void postSend(
@@ -193,6 +199,7 @@ public final class QueuePair implements AutoCloseable
         {
             throw new MrdException(ErrorCode.EBADF, "post to QP " + qpNum + ", which is closed");
         }
+        liveness.requireAlive();
         final MemorySegment wr = sendWr;
         wr.set(JAVA_LONG, SEND_WR_ID, wrId);
         wr.set(ADDRESS, SEND_SG_LIST, sges.segment());
@@ -229,7 +236,8 @@ public final class QueuePair implements AutoCloseable
     /**
      * Posts one receive work request ({@code ibv_post_recv}): the memory the peer's next SEND fills.
      *
-     * @throws MrdException the device's errno: ENOMEM when the receive queue is full, EINVAL for more SGEs than
+     * @throws MrdException {@code DaemonDeadException} once the daemon is lost ({@link DaemonLiveness}); the
+     *                      device's errno: ENOMEM when the receive queue is full, EINVAL for more SGEs than
      *                      granted or a queue pair in RESET.
      */
     public void postRecv(final long wrId, final SgeList sges)
@@ -238,6 +246,7 @@ public final class QueuePair implements AutoCloseable
         {
             throw new MrdException(ErrorCode.EBADF, "post to QP " + qpNum + ", which is closed");
         }
+        liveness.requireAlive();
         final MemorySegment wr = recvWr;
         wr.set(JAVA_LONG, RECV_WR_ID, wrId);
         wr.set(ADDRESS, RECV_SG_LIST, sges.segment());
@@ -304,7 +313,7 @@ public final class QueuePair implements AutoCloseable
         {
             case ENOMEM -> ": the queue is full (" + depth + " work requests): poll completions before posting more";
             case EINVAL -> ": the queue pair is not connected, or the request has more than " + maxSge + " SGEs";
-            case EIO -> ": the device is gone (the daemon stopped)";
+            case EIO -> ": the device is gone (its context was destroyed under this process)";
             default -> "";
         };
         return new MrdException(ErrorCode.of(errno), call + "(QP " + qpNum + ", wr_id " + wrId + ", " + what +

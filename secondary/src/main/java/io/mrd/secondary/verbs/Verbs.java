@@ -4,6 +4,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.sys.Posix;
+import io.mrd.secondary.DaemonLiveness;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,8 +40,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * qp.postSend(1, Opcode.RDMA_WRITE, new SgeList(4).add(buffer.address(), 4096, lkey), peerAddress, peerRkey, true);
  * }</pre>
  * Creation and destruction are thread-safe; posting and polling follow {@link QueuePair} and
- * {@link CompletionQueue}. Keys of a restarted daemon's device are refused by it: a new epoch needs a new
- * client, hence a new import.
+ * {@link CompletionQueue}. Once the daemon is lost, creating, connecting, posting and polling throw
+ * {@code DaemonDeadException} and closing goes on working (the loss rule, {@link DaemonLiveness}). Keys of a
+ * restarted daemon's device are refused by it: a new epoch needs a new client, hence a new import.
  */
 public final class Verbs implements AutoCloseable
 {
@@ -53,6 +55,7 @@ public final class Verbs implements AutoCloseable
     private final String deviceName;
     private final int pdHandle;
     private final QueueReporter reporter;
+    private final DaemonLiveness liveness;
     private final MemorySegment context;
     private final MemorySegment pd;
     private final int portLid;
@@ -64,12 +67,13 @@ public final class Verbs implements AutoCloseable
 
     private Verbs(
         final VerbsLibrary library, final String deviceName, final int pdHandle, final QueueReporter reporter,
-        final MemorySegment context, final MemorySegment pd)
+        final DaemonLiveness liveness, final MemorySegment context, final MemorySegment pd)
     {
         this.library = library;
         this.deviceName = deviceName;
         this.pdHandle = pdHandle;
         this.reporter = reporter;
+        this.liveness = liveness;
         this.context = context;
         this.pd = pd;
         final int[] port = queryPort(library, context);
@@ -86,12 +90,15 @@ public final class Verbs implements AutoCloseable
      *                   the import fails).
      * @param pdHandle   {@code ibv_pd.handle} of the daemon's PD.
      * @param deviceName for messages.
+     * @param reporter   how queues are reported to the daemon.
+     * @param liveness   the client's check of its daemon ({@code MrdClient.liveness()}), which creating, connecting,
+     *                   posting and polling make first: the loss rule ({@link DaemonLiveness}).
      * @throws MrdException ENOENT/ENOSYS when the library is missing or older than rdma-core 32; the errno of
      *                      {@code ibv_import_device} or {@code ibv_import_pd}.
      */
     public static Verbs importDevice(
         final String library, final int commandFd, final int pdHandle, final String deviceName,
-        final QueueReporter reporter)
+        final QueueReporter reporter, final DaemonLiveness liveness)
     {
         final VerbsLibrary verbs;
         try
@@ -136,7 +143,8 @@ public final class Verbs implements AutoCloseable
             }
             try
             {
-                return new Verbs(verbs, deviceName, pdHandle, reporter, ctx, pd.reinterpret(IBV_PD.byteSize()));
+                return new Verbs(verbs, deviceName, pdHandle, reporter, liveness, ctx,
+                    pd.reinterpret(IBV_PD.byteSize()));
             }
             catch (final RuntimeException ex)
             {
@@ -160,6 +168,7 @@ public final class Verbs implements AutoCloseable
     public synchronized CompletionQueue createCq(final int depth)
     {
         checkOpen("createCq");
+        liveness.requireAlive();
         if (depth < 1)
         {
             throw new MrdException(ErrorCode.EINVAL, "a CQ of depth " + depth + ": give it at least 1");
@@ -181,7 +190,7 @@ public final class Verbs implements AutoCloseable
                 " failed: " + ErrorCode.describe(errno));
         }
         final CompletionQueue queue = new CompletionQueue(this, cq.reinterpret(IBV_CQ.byteSize()),
-            context.get(ADDRESS, CONTEXT_POLL_CQ));
+            context.get(ADDRESS, CONTEXT_POLL_CQ), liveness);
         try
         {
             reporter.report(Message.Queues.ADD, Message.Queues.CQ, queue.handle());
@@ -205,6 +214,7 @@ public final class Verbs implements AutoCloseable
         final CompletionQueue sendCq, final CompletionQueue recvCq, final QpCaps caps)
     {
         checkOpen("createRcQp");
+        liveness.requireAlive();
         for (final CompletionQueue cq : List.of(sendCq, recvCq))
         {
             if (!cqs.contains(cq))
@@ -241,7 +251,7 @@ public final class Verbs implements AutoCloseable
             throw VerbsLibrary.rethrow(t);
         }
         final QueuePair pair = new QueuePair(this, qp.reinterpret(IBV_QP.byteSize()), context, sendCq, recvCq,
-            granted);
+            granted, liveness);
         try
         {
             reporter.report(Message.Queues.ADD, Message.Queues.QP, pair.handle());

@@ -1,6 +1,7 @@
 package io.mrd.secondary.verbs;
 
 import io.mrd.layout.sys.Posix;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.testing.EmulatedDevice;
 import io.mrd.testing.LiveObjects;
 
@@ -69,7 +70,7 @@ final class OpenedDevice implements AutoCloseable
         final int cmdFd = context.get(JAVA_INT, IbvStructs.IBV_CONTEXT.byteOffset(
             java.lang.foreign.MemoryLayout.PathElement.groupElement("cmd_fd")));
         return Verbs.importDevice(library.toString(), Posix.dupCloexec(cmdFd), pd.get(JAVA_INT, IbvStructs.PD_HANDLE),
-            EmulatedDevice.DEVICE_NAME, QueueReporter.NONE);
+            EmulatedDevice.DEVICE_NAME, QueueReporter.NONE, DaemonLiveness.UNWATCHED);
     }
 
     /**
