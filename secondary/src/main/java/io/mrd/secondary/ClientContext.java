@@ -21,7 +21,9 @@ import java.util.Map;
  *   <li>{@code replySpinNs} (how long a request spins for its reply before it blocks; 0 blocks at once):
  *       {@code MRD_REPLY_SPIN_NS}, else {@value #DEFAULT_REPLY_SPIN_NS}, at most {@value #MAX_REPLY_SPIN_NS};</li>
  *   <li>{@code ibverbsLibrary} (the libibverbs {@link MrdClient#verbs()} imports the daemon's device with; the
- *       daemon's, real or emulated): {@code MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_IBVERBS_LIBRARY}.</li>
+ *       daemon's, real or emulated): {@code MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_IBVERBS_LIBRARY};</li>
+ *   <li>{@code daemonEventListener} (told when the daemon is lost): set here only, else
+ *       {@link DaemonEventListener#NONE}.</li>
  * </ul>
  * A value set here wins over the environment. Durations are positive milliseconds.
  */
@@ -61,6 +63,7 @@ public final class ClientContext
     private long replySpinNs = UNSET_SPIN;
     private String ibverbsLibrary;
     private Map<String, String> environment;
+    private DaemonEventListener daemonEventListener = DaemonEventListener.NONE;
     private boolean concluded;
 
     /** @param dir the daemon's run directory. */
@@ -151,6 +154,18 @@ public final class ClientContext
         return ibverbsLibrary;
     }
 
+    /** @param listener told once when the client knows its daemon is lost ({@link DaemonEventListener}). */
+    public ClientContext daemonEventListener(final DaemonEventListener listener)
+    {
+        this.daemonEventListener = listener;
+        return this;
+    }
+
+    public DaemonEventListener daemonEventListener()
+    {
+        return daemonEventListener;
+    }
+
     /** @param environment where {@code MRD_*} variables are read from (default: the process's). */
     public ClientContext environment(final Map<String, String> environment)
     {
@@ -187,6 +202,11 @@ public final class ClientContext
         {
             final String fromEnv = env.get(MRD_IBVERBS_LIBRARY);
             ibverbsLibrary = null != fromEnv && !fromEnv.isBlank() ? fromEnv.trim() : DEFAULT_IBVERBS_LIBRARY;
+        }
+        if (null == daemonEventListener)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "daemon event listener is null: give one, or " +
+                "DaemonEventListener.NONE to hear nothing");
         }
         concluded = true;
         return this;
@@ -262,7 +282,8 @@ public final class ClientContext
     public String toString()
     {
         return "ClientContext{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
-            ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + ", replySpinNs=" + replySpinNs +
-            ", ibverbsLibrary=" + ibverbsLibrary + "}";
+            ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + ", replySpinNs=" +
+            replySpinNs + ", ibverbsLibrary=" + ibverbsLibrary +
+            (daemonEventListener == DaemonEventListener.NONE ? "" : ", daemonEventListener=" + daemonEventListener) + "}";
     }
 }

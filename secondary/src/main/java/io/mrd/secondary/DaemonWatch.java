@@ -266,7 +266,34 @@ final class DaemonWatch
         if (latch.trip(dead))
         {
             LOG.warn("{}", dead.getMessage());
+            tell(dead);
         }
+    }
+
+    /**
+     * Tells the application's listener on a thread of its own: the trip runs on the watchdog, on the connection's
+     * reader or on a caller's thread holding the connection's read turn, none of which may wait for application
+     * code.
+     */
+    private void tell(final DaemonDeadException dead)
+    {
+        final DaemonEventListener listener = context.daemonEventListener();
+        if (listener == DaemonEventListener.NONE)
+        {
+            return;
+        }
+        final long noticedAtMs = System.currentTimeMillis();
+        Thread.ofPlatform().name("mrd-daemon-events").daemon(true).start(() ->
+        {
+            try
+            {
+                listener.onDaemonLost(dead, noticedAtMs);
+            }
+            catch (final RuntimeException ex)
+            {
+                LOG.warn("the daemon event listener {} threw", listener, ex);
+            }
+        });
     }
 
     private void watchdogLoop()

@@ -15,10 +15,15 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -206,6 +211,39 @@ final class MrdClientTest
         assertTrue(ex.getMessage().contains("closed the connection"), ex.getMessage());
         assertTrue(ex.getMessage().contains("re-attach"), ex.getMessage());
         assertThrows(DaemonDeadException.class, () -> client.allocate(1));
+    }
+
+    @Test
+    void theListenerHearsOfTheLossOnceOnAThreadOfItsOwnAndNeverOfTheClientsClose() throws Exception
+    {
+        daemon = new FakeDaemon(dir);
+        final LinkedBlockingQueue<String> heard = new LinkedBlockingQueue<>();
+        final AtomicLong noticed = new AtomicLong();
+        final DaemonEventListener listener = (reason, noticedAtMs) ->
+        {
+            noticed.set(noticedAtMs);
+            heard.add(Thread.currentThread().getName() + " " + reason.code() + " " + reason.getMessage());
+        };
+        client = MrdClient.attach(new ClientContext().dir(dir).name("test").environment(Map.of())
+            .daemonEventListener(listener));
+        final long before = System.currentTimeMillis();
+        daemon.dropConnections();
+        final String event = heard.poll(DEADLINE.toMillis(), TimeUnit.MILLISECONDS);
+        assertNotNull(event, "no daemon-lost event within " + DEADLINE);
+        assertTrue(event.startsWith("mrd-daemon-events ECONNRESET daemon pid " + FakeDaemon.PID), event);
+        assertTrue(noticed.get() >= before && noticed.get() <= System.currentTimeMillis(),
+            "noticed at " + noticed.get() + ", the connections dropped at " + before);
+        assertThrows(DaemonDeadException.class, () -> client.allocate(1));
+        client.close();
+        assertNull(heard.poll(200, TimeUnit.MILLISECONDS), "told twice, or of the close");
+
+        try (MrdClient closedByItsOwner = MrdClient.attach(new ClientContext().dir(dir).name("test")
+            .environment(Map.of()).daemonEventListener(listener)))
+        {
+            assertFalse(closedByItsOwner.isBroken());
+        }
+        assertNull(heard.poll(200, TimeUnit.MILLISECONDS), "a client's own close is no loss of its daemon");
+        client = null;
     }
 
     @Test

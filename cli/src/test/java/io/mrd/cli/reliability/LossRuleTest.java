@@ -36,6 +36,8 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,7 +46,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * The loss rule ({@code DaemonLiveness}) with a real daemon process on the emulated device: after {@code kill -9},
  * once the client has noticed, every call that hands out a key, needs the daemon or uses its device throws
  * {@link DaemonDeadException}, the same exception from every part of the client, and every close succeeds in
- * the order the README gives (buffers, pool, queue pairs, CQ, client).
+ * the order the README gives (buffers, pool, queue pairs, CQ, client); the client's
+ * {@link io.mrd.secondary.DaemonEventListener} hears of the loss.
  */
 final class LossRuleTest
 {
@@ -56,14 +59,15 @@ final class LossRuleTest
     private final Path dir = daemons.newDirectory("loss-rule");
 
     @Test
-    void afterTheDaemonIsKilledEveryCallThrowsDaemonDeadExceptionAndEveryCloseSucceeds()
+    void afterTheDaemonIsKilledEveryCallThrowsDaemonDeadExceptionAndEveryCloseSucceeds() throws Exception
     {
         final Path library = EmulatedDevice.library();
         final LiveDaemon daemon = daemons.launch("loss-rule").in(dir)
             .env(Map.of(EmulatedDevice.LIBRARY_ENV, library.toString()))
             .start("--provider", "ibverbs", "--max-memory", "256MiB");
+        final CompletableFuture<DaemonDeadException> lost = new CompletableFuture<>();
         final MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("loss-rule")
-            .ibverbsLibrary(library.toString()));
+            .ibverbsLibrary(library.toString()).daemonEventListener((reason, noticedAtMs) -> lost.complete(reason)));
         final MemorySegment plain = client.allocate(2 * Sizes.MIB);
         final MemorySegment spare = client.allocate(2 * Sizes.MIB);
         final RegisteredMemory registered = client.allocateRegistered(2 * Sizes.MIB, Access.REMOTE_WRITE);
@@ -91,6 +95,8 @@ final class LossRuleTest
 
         assertEquals(137, daemon.kill(), "killed by SIGKILL");
         Wait.await("the client noticed the daemon's death", WAIT, client::isBroken);
+        final DaemonDeadException heard = lost.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        assertTrue(heard.getMessage().contains("pid " + daemon.pid()), "the listener heard: " + heard.getMessage());
 
         final Map<String, Runnable> calls = new LinkedHashMap<>();
         calls.put("MrCache.lkey", () -> cache.lkey(plain.address(), 4096));
