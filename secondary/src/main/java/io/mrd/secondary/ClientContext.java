@@ -284,6 +284,7 @@ public final class ClientContext
         return "ClientContext{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
             ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + ", replySpinNs=" +
             replySpinNs + ", ibverbsLibrary=" + ibverbsLibrary +
-            (daemonEventListener == DaemonEventListener.NONE ? "" : ", daemonEventListener=" + daemonEventListener) + "}";
+            (daemonEventListener == DaemonEventListener.NONE ? "" : ", daemonEventListener=" + daemonEventListener) +
+            "}";
     }
 }
