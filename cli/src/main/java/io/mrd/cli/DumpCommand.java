@@ -2,7 +2,9 @@ package io.mrd.cli;
 
 import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.Heartbeat;
+import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
 import io.mrd.tools.Format;
@@ -125,8 +127,10 @@ public final class DumpCommand implements Callable<Integer>
             Instant.ofEpochMilli(h.startTimeMs()) + " (up " +
             Format.duration(s.takenMs() - h.startTimeMs()) + ")");
         out.println("heartbeat     " + heartbeat(s));
-        out.println("provider      " + h.provider() + ", devGen " + h.devGen() + ", seqlock " + h.seq() +
+        out.println("provider      " + h.provider() + device(h) + ", devGen " + h.devGen() + ", seqlock " + h.seq() +
             (s.consistent() ? "" : " (HELD FOR WRITING: this dump may be torn)"));
+        out.println("lineage       " + (0 == h.adoptedEpoch() ? "started afresh" :
+            "adopted the state of epoch " + Sizes.hex(h.adoptedEpoch())));
         final long capacity = s.lists().stream().mapToLong(l -> (long)l.segmentCount() * l.segmentSize()).sum();
         final long allocated = s.lists().stream().mapToLong(l -> (long)l.allocatedSegments() * l.segmentSize()).sum();
         out.println("memory        base " + Sizes.hex(h.baseVirtaddr()) + ", " + Format.plural(s.lists().size(), "list") +
@@ -137,6 +141,12 @@ public final class DumpCommand implements Callable<Integer>
             out.println("external      window " + Format.range(h.externalBase(), h.externalBase() + h.externalLength()) +
                 " (" + Sizes.format(h.externalLength()) + ")");
         }
+    }
+
+    private static String device(final ControlFileSnapshot.Header h)
+    {
+        return h.pdHandle() == HeaderDescriptor.NO_PD_HANDLE ? "" :
+            " on " + (h.device().isEmpty() ? "a device" : h.device()) + ", PD handle " + h.pdHandle();
     }
 
     static String heartbeat(final ControlFileSnapshot s)
@@ -201,9 +211,10 @@ public final class DumpCommand implements Callable<Integer>
             final String where = mr.external() ? "external" :
                 "list " + mr.listIndex() + " segments " + Format.segments(mr.msBaseIdx(), mr.msBmpN()) + ", msN " +
                     mr.msN() + "/" + mr.msBmpN();
-            out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s  access %s%n", mr.index(),
+            out.printf("  MR %-4d %-8s lkey %-10s rkey %-10s %s %8s  %s  owner %s  access %s%s%n", mr.index(),
                 mr.stateName(), Format.key(mr.lkey()), Format.key(mr.rkey()), Format.range(mr.start(), mr.end()),
-                Format.size(mr.length()), where, Format.owner(s, mr.owner()), Access.describe(mr.access()));
+                Format.size(mr.length()), where, Format.owner(s, mr.owner()), Access.describe(mr.access()),
+                mr.deviceHandle() == MrDescriptor.NO_DEVICE_HANDLE ? "" : "  handle " + mr.deviceHandle());
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {
                 out.printf("      chunk %s %8s%n", Format.range(chunk.start(), chunk.end()),

@@ -18,9 +18,9 @@ import java.util.List;
  * them). Addresses, keys and the epoch are {@code "0x…"} strings (64-bit values do not survive a JSON number
  * in every reader); counts, indices, ids and pids are numbers.
  * <pre>
- * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, ...}
+ * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, device, pdHandle, adoptedEpoch, ...}
  * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, access, ...}], ...}]
- * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, chunks [{start, end}], ...}]
+ * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, deviceHandle, chunks [...], ...}]
  * cache       {len, capacity, overflow, entries [{start, end, lkey, rkey, access, mr}]}
  * clients     [{id, pid, uid, ...}]
  * </pre>
@@ -53,6 +53,9 @@ final class DumpJson
         daemon.put("devGen", h.devGen());
         daemon.put("heartbeatAgeMs", snapshot.heartbeat().ageMs());
         daemon.put("provider", h.provider());
+        daemon.put("device", h.device());
+        daemon.put("pdHandle", h.pdHandle());
+        daemon.put("adoptedEpoch", 0 == h.adoptedEpoch() ? null : Sizes.hex(h.adoptedEpoch()));
         daemon.put("startTime", Instant.ofEpochMilli(h.startTimeMs()).toString());
         daemon.put("layoutVersion", h.layoutVersion());
         daemon.put("controlFile", snapshot.path().toString());
@@ -104,6 +107,7 @@ final class DumpJson
             node.put("msBmpN", mr.msBmpN());
             node.put("owner", mr.owner());
             node.put("created", Instant.ofEpochMilli(mr.createdMs()).toString());
+            node.put("deviceHandle", mr.deviceHandle());
             final ArrayNode chunks = node.putArray("chunks");
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {

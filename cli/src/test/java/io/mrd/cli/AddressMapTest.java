@@ -2,6 +2,7 @@ package io.mrd.cli;
 
 import io.mrd.layout.Access;
 import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.tools.ControlFileSnapshot;
@@ -70,7 +71,7 @@ final class AddressMapTest
         return new ControlFileSnapshot.Mr(index, MrDescriptor.STATE_ACTIVE, 0x100 + index, 0x100 + index,
             Access.LOCAL_WRITE | Access.REMOTE_READ, 0,
             BASE + base * SEGMENT, BASE + (base + spanned) * SEGMENT, base, bits.cardinality(), spanned, 0, 3, 0, 0,
-            bits, 0, List.of());
+            MrDescriptor.NO_DEVICE_HANDLE, bits, 0, List.of());
     }
 
     private static ControlFileSnapshot snapshot(
@@ -84,7 +85,7 @@ final class AddressMapTest
         final ControlFileSnapshot.MemsegList list = new ControlFileSnapshot.MemsegList(0, BASE, SEGMENT, SEGMENT,
             segments, 0, allocated, "/dev/shm/list-0", owners, first, new int[segments]);
         final ControlFileSnapshot.Header header = new ControlFileSnapshot.Header(2, 1, 1, 0, 0, 100, 1000, 0, 0, 0, BASE,
-            SEGMENT, 0, 0, "soft", mrs.size(), 0);
+            SEGMENT, 0, 0, "soft", mrs.size(), 0, "", HeaderDescriptor.NO_PD_HANDLE, 0);
         final ControlFileSnapshot.CacheEntry sentinel = new ControlFileSnapshot.CacheEntry(0, 0, 0, -1, 0, 0, -1);
         return new ControlFileSnapshot(Path.of("mrd.ctl"), 0, true, ControlFileLayout.compute(1, segments, 4, 16, 1),
             header, List.of(list), mrs, new ControlFileSnapshot.Cache(1, 16, false, sentinel, List.of()), List.of(),

@@ -161,6 +161,8 @@ final class ControlFileCommandsTest
         assertTrue(daemonNode.get("devGen").asLong() >= 1, "freeing a registered segment bumped devGen");
         assertTrue(daemonNode.get("heartbeatAgeMs").asLong() >= 0);
         assertEquals("soft", daemonNode.get("provider").asText());
+        assertEquals(-1, daemonNode.get("pdHandle").asInt(), "no device, no PD handle");
+        assertTrue(daemonNode.get("adoptedEpoch").isNull(), "started afresh");
 
         final JsonNode lists = root.get("memsegLists");
         assertEquals(2, lists.size());
@@ -216,6 +218,7 @@ final class ControlFileCommandsTest
         assertTrue(text.out().contains("pid " + ProcessHandle.current().pid()), text.out());
         assertTrue(text.out().contains("tmpfs"), text.out());
         assertTrue(text.out().contains("MRs: 3 ACTIVE, 0 DETACHED"), text.out());
+        assertTrue(text.out().contains("lineage       started afresh"), text.out());
         assertTrue(text.out().contains("chunk " + Format.range(a1.address(), a1.address() + SEGMENT)), text.out());
         assertTrue(text.out().contains("segments 4-6  owner client 7"), text.out());
         assertTrue(text.out().contains("global cache: 3 entries"), text.out());
@@ -303,6 +306,10 @@ final class ControlFileCommandsTest
         final Result missing = checkCopy("missing",
             file -> putInt(file, io.mrd.layout.HeaderDescriptor.CACHE_LEN_OFFSET, 3));
         assertViolation(missing, "global cache lacks chunk");
+
+        final Result handle = checkCopy("handle", file -> putInt(file, layout.mrOffset(1) +
+            MrDescriptor.DEVICE_HANDLE_OFFSET, 7));
+        assertViolation(handle, "MR 1: device handle 7 on a daemon without a device (PD handle -1)");
     }
 
     @Test

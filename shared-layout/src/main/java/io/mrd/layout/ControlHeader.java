@@ -228,21 +228,67 @@ public final class ControlHeader
 
     public String providerName()
     {
-        final byte[] bytes = new byte[PROVIDER_NAME_LENGTH];
-        buffer.getBytes(PROVIDER_NAME_OFFSET, bytes);
-        int length = 0;
-        while (length < bytes.length && bytes[length] != 0)
-        {
-            length++;
-        }
-        return new String(bytes, 0, length, StandardCharsets.US_ASCII);
+        return ascii(PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH);
     }
 
     public ControlHeader providerName(final String value)
     {
-        final byte[] bytes = value.getBytes(StandardCharsets.US_ASCII);
-        buffer.setMemory(PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH, (byte)0);
-        buffer.putBytes(PROVIDER_NAME_OFFSET, bytes, 0, Math.min(bytes.length, PROVIDER_NAME_LENGTH));
+        putAscii(PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH, value);
         return this;
+    }
+
+    /** @return the PD's handle, {@link HeaderDescriptor#NO_PD_HANDLE} without a device. */
+    public int pdHandle()
+    {
+        return buffer.getInt(PD_HANDLE_OFFSET);
+    }
+
+    public ControlHeader pdHandle(final int value)
+    {
+        buffer.putInt(PD_HANDLE_OFFSET, value);
+        return this;
+    }
+
+    /** @return the epoch of the daemon whose state this one adopted, 0 when it started afresh. */
+    public long adoptedEpoch()
+    {
+        return buffer.getLong(ADOPTED_EPOCH_OFFSET);
+    }
+
+    public ControlHeader adoptedEpoch(final long value)
+    {
+        buffer.putLong(ADOPTED_EPOCH_OFFSET, value);
+        return this;
+    }
+
+    /** @return the RDMA device's name, empty without a device. */
+    public String deviceName()
+    {
+        return ascii(DEVICE_NAME_OFFSET, DEVICE_NAME_LENGTH);
+    }
+
+    public ControlHeader deviceName(final String value)
+    {
+        putAscii(DEVICE_NAME_OFFSET, DEVICE_NAME_LENGTH, value);
+        return this;
+    }
+
+    private String ascii(final int at, final int length)
+    {
+        final byte[] bytes = new byte[length];
+        buffer.getBytes(at, bytes);
+        int end = 0;
+        while (end < bytes.length && bytes[end] != 0)
+        {
+            end++;
+        }
+        return new String(bytes, 0, end, StandardCharsets.US_ASCII);
+    }
+
+    private void putAscii(final int at, final int length, final String value)
+    {
+        final byte[] bytes = value.getBytes(StandardCharsets.US_ASCII);
+        buffer.setMemory(at, length, (byte)0);
+        buffer.putBytes(at, bytes, 0, Math.min(bytes.length, length));
     }
 }

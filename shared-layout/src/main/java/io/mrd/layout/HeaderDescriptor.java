@@ -5,13 +5,15 @@ import static org.agrona.BitUtil.SIZE_OF_INT;
 import static org.agrona.BitUtil.SIZE_OF_LONG;
 
 /**
- * Header of the control file {@code mrd.ctl}: four cache lines at offset 0.
+ * Header of the control file {@code mrd.ctl}: five cache lines at offset 0.
  * <p>
  * Line 0 says who wrote the file and whether it is alive; line 1 holds the
  * fields every lookup reads (the seqlock, {@code devGen}, the global cache's
  * length), alone on their line so that the heartbeat store every interval does
  * not invalidate the line lookups read; lines 2 and 3 hold the geometry, written once
- * before {@link #LAYOUT_VERSION_OFFSET} is published.
+ * before {@link #LAYOUT_VERSION_OFFSET} is published; line 4 names the device and the PD the MRs
+ * belong to, and the daemon whose state this one adopted (docs/adoption.md), all written before
+ * the publication too.
  * <pre>
  *   0                   1                   2                   3
  *   0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
@@ -91,6 +93,16 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  |                              ...                              |
  *  +---------------------------------------------------------------+
  *  |  Histograms Offset            |  Histograms Length            |248
+ *  +===============================================================+
+ *  |        PD Handle (ibv_pd.handle; -1 without a device)         |256
+ *  +---------------------------------------------------------------+
+ *  |                          (pad)                                |260
+ *  +---------------------------------------------------------------+
+ *  |   Adopted Epoch (the predecessor's; 0: started afresh)        |264
+ *  |                                                               |
+ *  +---------------------------------------------------------------+
+ *  |   Device Name (32 bytes ASCII, NUL padded; empty without one) |272
+ *  |                              ...                              |
  *  +---------------------------------------------------------------+
  * </pre>
  */
@@ -103,9 +115,10 @@ public final class HeaderDescriptor
      * Version of this layout. Bump it on every change to any section; readers refuse a version they do not
      * know. Version 2 added the heartbeat stale limit; version 3 the access of memory and MRs: per segment in
      * the memseg lists, in the MR records, and with the rkey in the global cache's entries; version 4 the
-     * histograms section ({@link HistogramsDescriptor}).
+     * histograms section ({@link HistogramsDescriptor}); version 5 the device, the PD handle and the
+     * adopted epoch in the header, and each MR's device handle.
      */
-    public static final int LAYOUT_VERSION = 4;
+    public static final int LAYOUT_VERSION = 5;
 
     /** Heartbeat value of a daemon that shut down cleanly. */
     public static final long HEARTBEAT_CLOSED = -1L;
@@ -198,8 +211,19 @@ public final class HeaderDescriptor
     /** Offset of the histograms section's length. */
     public static final int HISTOGRAMS_LENGTH_OFFSET = HISTOGRAMS_OFFSET_OFFSET + SIZE_OF_INT;
 
-    /** Length of the header: four cache lines. */
-    public static final int HEADER_LENGTH = 4 * CACHE_LINE_LENGTH;
+    /** Offset of the protection domain's handle ({@code ibv_pd.handle}, what {@code ibv_import_pd} takes). */
+    public static final int PD_HANDLE_OFFSET = 4 * CACHE_LINE_LENGTH;
+    /** Offset of the epoch of the daemon whose state this one adopted; 0 when it started afresh. */
+    public static final int ADOPTED_EPOCH_OFFSET = PD_HANDLE_OFFSET + 2 * SIZE_OF_INT;
+    /** Offset of the RDMA device's name ({@code ibv_get_device_name}). */
+    public static final int DEVICE_NAME_OFFSET = ADOPTED_EPOCH_OFFSET + SIZE_OF_LONG;
+    /** Bytes reserved for the device name; longer names are cut. */
+    public static final int DEVICE_NAME_LENGTH = 32;
+    /** PD handle of a daemon without a device ({@code --provider soft}); handles of a device start at 0. */
+    public static final int NO_PD_HANDLE = -1;
+
+    /** Length of the header: five cache lines. */
+    public static final int HEADER_LENGTH = 5 * CACHE_LINE_LENGTH;
 
     private HeaderDescriptor()
     {

@@ -45,7 +45,14 @@ import static org.agrona.BitUtil.SIZE_OF_SHORT;
  *  |                     Created Time (epoch ms)                   | 56
  *  |                                                               |
  *  +---------------------------------------------------------------+
+ *  |   Device Handle (ibv_mr.handle; -1 without a device)          | 64
+ *  +---------------------------------------------------------------+
+ *  |                          (pad)                                | 68
+ *  +---------------------------------------------------------------+
  * </pre>
+ * The device handle is what {@code ibv_import_mr} takes: with it, a process holding the device's context
+ * names the MR without registering anything (a successor daemon adopting its predecessor's MRs,
+ * docs/adoption.md).
  */
 public final class MrDescriptor
 {
@@ -89,8 +96,14 @@ public final class MrDescriptor
     /** Offset of the creation time. */
     public static final int CREATED_OFFSET = BITMAP_OFFSET_OFFSET + SIZE_OF_INT;
 
+    /** Offset of the device's handle of the MR. */
+    public static final int DEVICE_HANDLE_OFFSET = CREATED_OFFSET + SIZE_OF_LONG;
+
     /** Length of one MR record. */
-    public static final int MR_RECORD_LENGTH = CREATED_OFFSET + SIZE_OF_LONG;
+    public static final int MR_RECORD_LENGTH = DEVICE_HANDLE_OFFSET + SIZE_OF_INT + SIZE_OF_INT;
+
+    /** Device handle of an MR of a provider without a device ({@code soft}); handles of a device start at 0. */
+    public static final int NO_DEVICE_HANDLE = -1;
 
     private MrDescriptor()
     {

@@ -186,6 +186,18 @@ public final class MrRecord
         return this;
     }
 
+    /** @return the device's handle of the MR ({@code ibv_mr.handle}), {@link MrDescriptor#NO_DEVICE_HANDLE} if none. */
+    public int deviceHandle()
+    {
+        return buffer.getInt(offset + DEVICE_HANDLE_OFFSET);
+    }
+
+    public MrRecord deviceHandle(final int value)
+    {
+        buffer.putInt(offset + DEVICE_HANDLE_OFFSET, value);
+        return this;
+    }
+
     /**
      * @return whether bit {@code index} (segment {@code msBaseIdx + index}) is set.
      */

@@ -151,9 +151,9 @@ final class ControlFileLayoutTest
             {
                 assertTrue(offset + f[1] <= CACHE_LINE_LENGTH, "line-0 field at " + offset + " crosses line 1");
             }
-            else if (offset >= 2 * CACHE_LINE_LENGTH)
+            else if (offset >= 2 * CACHE_LINE_LENGTH && offset < PD_HANDLE_OFFSET)
             {
-                assertTrue(offset + f[1] <= HEADER_LENGTH, "geometry field at " + offset);
+                assertTrue(offset + f[1] <= PD_HANDLE_OFFSET, "geometry field at " + offset + " crosses line 4");
             }
         }
         for (final int offset : new int[]{BASE_VIRTADDR_OFFSET, SEGMENT_SIZE_OFFSET, COUNTERS_METADATA_OFFSET_OFFSET,
@@ -162,7 +162,11 @@ final class ControlFileLayoutTest
         {
             assertTrue(offset >= 2 * CACHE_LINE_LENGTH && offset < HEADER_LENGTH, "geometry at " + offset);
         }
-        assertEquals(256, HEADER_LENGTH);
+        for (final int offset : new int[]{PD_HANDLE_OFFSET, ADOPTED_EPOCH_OFFSET, DEVICE_NAME_OFFSET})
+        {
+            assertTrue(offset >= 4 * CACHE_LINE_LENGTH && offset < HEADER_LENGTH, "device and lineage at " + offset);
+        }
+        assertEquals(320, HEADER_LENGTH);
         assertEquals(0x3144524D, MAGIC);
     }
 
@@ -187,7 +191,7 @@ final class ControlFileLayoutTest
     @Test
     void recordLengthsAreWhatTheOtherProcessAssumes()
     {
-        assertEquals(64, MrDescriptor.MR_RECORD_LENGTH);
+        assertEquals(72, MrDescriptor.MR_RECORD_LENGTH);
         assertEquals(32, CacheEntryDescriptor.ENTRY_LENGTH);
         assertEquals(12, MemsegListDescriptor.SEGMENT_ENTRY_LENGTH);
         assertEquals(64, ClientDescriptor.CLIENT_RECORD_LENGTH);
@@ -208,7 +212,8 @@ final class ControlFileLayoutTest
                 {MrDescriptor.MS_BASE_IDX_OFFSET, 4}, {MrDescriptor.MS_N_OFFSET, 4},
                 {MrDescriptor.MS_BMP_N_OFFSET, 4}, {MrDescriptor.FLAGS_OFFSET, 2}, {MrDescriptor.ACCESS_OFFSET, 2},
                 {MrDescriptor.OWNER_OFFSET, 4},
-                {MrDescriptor.BITMAP_OFFSET_OFFSET, 4}, {MrDescriptor.CREATED_OFFSET, 8}});
+                {MrDescriptor.BITMAP_OFFSET_OFFSET, 4}, {MrDescriptor.CREATED_OFFSET, 8},
+                {MrDescriptor.DEVICE_HANDLE_OFFSET, 4}});
         assertFieldsAligned("cache entry", CacheEntryDescriptor.ENTRY_LENGTH,
             new int[][]{{CacheEntryDescriptor.START_OFFSET, 8}, {CacheEntryDescriptor.END_OFFSET, 8},
                 {CacheEntryDescriptor.LKEY_OFFSET, 4}, {CacheEntryDescriptor.RKEY_OFFSET, 4},
@@ -290,6 +295,9 @@ final class ControlFileLayoutTest
         f.add(new int[]{PROVIDER_NAME_OFFSET, PROVIDER_NAME_LENGTH});
         f.add(new int[]{HISTOGRAMS_OFFSET_OFFSET, SIZE_OF_INT});
         f.add(new int[]{HISTOGRAMS_LENGTH_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{PD_HANDLE_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{ADOPTED_EPOCH_OFFSET, SIZE_OF_LONG});
+        f.add(new int[]{DEVICE_NAME_OFFSET, DEVICE_NAME_LENGTH});
         return f;
     }
 

@@ -55,6 +55,10 @@ public record ControlFileSnapshot(
 
     /**
      * The header fields, as read: {@link #read} is the one place a tool copies them.
+     *
+     * @param device       the RDMA device's name, empty without one.
+     * @param pdHandle     the PD's handle, {@link HeaderDescriptor#NO_PD_HANDLE} without a device.
+     * @param adoptedEpoch the epoch of the daemon whose state this one adopted, 0 when it started afresh.
      */
     public record Header(
         int layoutVersion,
@@ -73,7 +77,10 @@ public record ControlFileSnapshot(
         long externalLength,
         String provider,
         int mrHighWater,
-        long fileLength)
+        long fileLength,
+        String device,
+        int pdHandle,
+        long adoptedEpoch)
     {
         public boolean hugepageBacked()
         {
@@ -104,7 +111,7 @@ public record ControlFileSnapshot(
             return new Header(h.layoutVersion(), h.pid(), h.epoch(), h.startTimeMs(), h.heartbeatMs(),
                 h.heartbeatIntervalMs(), h.heartbeatStaleLimitMs(), h.flags(), ctl.seqLock().sequence(), h.devGen(),
                 h.baseVirtaddr(), h.segmentSize(), h.externalBase(), h.externalLength(), h.providerName(),
-                h.mrHighWater(), h.fileLength());
+                h.mrHighWater(), h.fileLength(), h.deviceName(), h.pdHandle(), h.adoptedEpoch());
         }
     }
 
@@ -215,6 +222,7 @@ public record ControlFileSnapshot(
      * @param bits      bit {@code i} set when segment {@code msBaseIdx + i} is live (only the first
      *                  {@code min(msBmpN, bitmap capacity)} bits are read).
      * @param strayBits bits set in the MR's bitmap slot at or beyond {@code msBmpN}.
+     * @param deviceHandle the device's handle of the MR, {@link MrDescriptor#NO_DEVICE_HANDLE} without a device.
      */
     public record Mr(
         int index,
@@ -232,6 +240,7 @@ public record ControlFileSnapshot(
         int owner,
         int bitmapOffset,
         long createdMs,
+        int deviceHandle,
         BitSet bits,
         int strayBits,
         List<Chunk> chunks)
@@ -472,7 +481,7 @@ public record ControlFileSnapshot(
             }
             mrs.add(new Mr(i, state, record.lkey(), record.rkey(), record.access(), listIndex, record.start(), record.end(),
                 record.msBaseIdx(), record.msN(), msBmpN, record.flags(), record.owner(), bitmapOffset,
-                record.createdMs(), bits, stray, List.copyOf(chunks)));
+                record.createdMs(), record.deviceHandle(), bits, stray, List.copyOf(chunks)));
         }
         return mrs;
     }

@@ -4,6 +4,7 @@ import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
+import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.RemoteAccess;
@@ -152,6 +153,7 @@ public final class Invariants
         final long segmentSize = snapshot.header().segmentSize();
         final int bitmapBits = layout.mrBitmapLength() * 8;
         final Map<Integer, Integer> byLkey = new HashMap<>();
+        final Map<Integer, Integer> byHandle = new HashMap<>();
         for (final ControlFileSnapshot.Mr mr : snapshot.mrs())
         {
             final String name = "MR " + mr.index();
@@ -160,6 +162,7 @@ public final class Invariants
                 violations.add(name + ": unknown state " + mr.state());
                 continue;
             }
+            checkDeviceHandle(name, mr, snapshot.header(), byHandle, violations);
             if (mr.index() >= snapshot.header().mrHighWater())
             {
                 violations.add(name + ": " + mr.stateName() + " at or beyond the high-water mark " +
@@ -229,6 +232,36 @@ public final class Invariants
             {
                 violations.add(name + ": ACTIVE with msN " + mr.msN() + ": an MR without live segments is DETACHED");
             }
+        }
+    }
+
+    /**
+     * An MR's device handle is what a successor imports it by (docs/adoption.md): a daemon with a device records
+     * one per MR, each its own; a daemon without one records none.
+     */
+    private static void checkDeviceHandle(
+        final String name, final ControlFileSnapshot.Mr mr, final ControlFileSnapshot.Header header,
+        final Map<Integer, Integer> byHandle, final List<String> violations)
+    {
+        if (header.pdHandle() == HeaderDescriptor.NO_PD_HANDLE)
+        {
+            if (mr.deviceHandle() != MrDescriptor.NO_DEVICE_HANDLE)
+            {
+                violations.add(name + ": device handle " + mr.deviceHandle() + " on a daemon without a device " +
+                    "(PD handle " + HeaderDescriptor.NO_PD_HANDLE + ")");
+            }
+            return;
+        }
+        if (mr.deviceHandle() < 0)
+        {
+            violations.add(name + ": device handle " + mr.deviceHandle() + " on a daemon with the device " +
+                header.device() + " (PD handle " + header.pdHandle() + "): it cannot be imported by it");
+            return;
+        }
+        final Integer other = byHandle.putIfAbsent(mr.deviceHandle(), mr.index());
+        if (null != other)
+        {
+            violations.add(name + ": device handle " + mr.deviceHandle() + " is also the handle of MR " + other);
         }
     }
 

@@ -159,7 +159,8 @@ final class MrTable
             .flags(flags)
             .access(access)
             .owner(owner)
-            .createdMs(System.currentTimeMillis());
+            .createdMs(System.currentTimeMillis())
+            .deviceHandle(registration.deviceHandle());
         for (int n = coverage.live().nextSetBit(0); n >= 0; n = coverage.live().nextSetBit(n + 1))
         {
             record.bit(n, true);

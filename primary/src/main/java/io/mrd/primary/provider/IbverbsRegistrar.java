@@ -116,6 +116,7 @@ public final class IbverbsRegistrar implements Registrar
 
     private static final VarHandle MR_ADDR = IBV_MR.varHandle(groupElement("addr"));
     private static final VarHandle MR_LENGTH = IBV_MR.varHandle(groupElement("length"));
+    private static final VarHandle MR_HANDLE = IBV_MR.varHandle(groupElement("handle"));
     private static final VarHandle MR_LKEY = IBV_MR.varHandle(groupElement("lkey"));
     private static final VarHandle MR_RKEY = IBV_MR.varHandle(groupElement("rkey"));
 
@@ -297,7 +298,8 @@ public final class IbverbsRegistrar implements Registrar
             (long)MR_LENGTH.get(struct, 0L),
             (int)MR_LKEY.get(struct, 0L),
             RemoteAccess.rkey(access, (int)MR_RKEY.get(struct, 0L)),
-            mr.address());
+            mr.address(),
+            (int)MR_HANDLE.get(struct, 0L));
         live.put(mr.address(), registration);
         return registration;
     }

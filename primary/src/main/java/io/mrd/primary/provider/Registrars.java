@@ -1,9 +1,12 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.ControlHeader;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdException;
 
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Builds the provider {@code --provider} names. Whatever keeps a provider from working (no libibverbs, no
@@ -34,5 +37,17 @@ public final class Registrars
             default -> throw new MrdException(ErrorCode.EINVAL,
                 "unknown provider '" + config.name() + "': --provider takes one of " + String.join(", ", NAMES));
         };
+    }
+
+    /**
+     * Records in the control file's header the device and PD the provider's MRs belong to (none for a provider
+     * without a device): what a successor imports them by, and what {@code mrd check} holds each MR's device
+     * handle to.
+     */
+    public static void recordDevice(final ControlHeader header, final Registrar registrar)
+    {
+        final Optional<SharedDevice> device = registrar.sharedDevice();
+        header.pdHandle(device.map(SharedDevice::pdHandle).orElse(HeaderDescriptor.NO_PD_HANDLE))
+            .deviceName(device.map(SharedDevice::deviceName).orElse(""));
     }
 }

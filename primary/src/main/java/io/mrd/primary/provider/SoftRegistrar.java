@@ -2,6 +2,7 @@ package io.mrd.primary.provider;
 
 import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RemoteAccess;
 import io.mrd.layout.sys.Posix;
@@ -260,7 +261,8 @@ public final class SoftRegistrar implements Registrar
             }
             final int key = index << VARIANT_BITS | nextVariant.getAndIncrement() & VARIANT_MASK;
             final int rkey = RemoteAccess.rkey(access, key);
-            final Registration registration = new Registration(address, length, key, rkey, key & 0xFFFF_FFFFL);
+            final Registration registration = new Registration(address, length, key, rkey, key & 0xFFFF_FFFFL,
+                MrDescriptor.NO_DEVICE_HANDLE);
             if (null == live.putIfAbsent(index, registration))
             {
                 return registration;

@@ -170,6 +170,7 @@ final class EngineFixture implements AutoCloseable
             memory = new MemoryManager(new MemoryConfig(options.base(), options.segmentSize(), options.lists(),
                 options.segmentsPerList(), dir.resolve("mem"), Optional.empty(), ctl.buffer(), layout));
             soft = Registrars.create(options.provider());
+            Registrars.recordDevice(ctl.header(), soft);
             registrar = new CountingRegistrar(soft);
             engine = new MrEngine(ctl, memory, registrar, counters, errorLog, options.extendToContiguousChunk());
             ctl.header().publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);

@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
@@ -16,7 +17,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -24,7 +29,9 @@ import java.util.Map;
 import java.util.Optional;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -92,6 +99,72 @@ final class SharedDeviceTest
         final MrdException closed = assertThrows(MrdException.class, device::duplicateCommandFd);
         assertEquals(ErrorCode.EBADF, closed.code());
         assertTrue(closed.getMessage().contains("the daemon is stopping"), closed.getMessage());
+    }
+
+    /**
+     * What the control file records of a registration (docs/adoption.md) is enough for another context of the
+     * device, made from a duplicate of the command file, to name the same MR with {@code ibv_import_mr}, and a
+     * handle the device does not have is refused: the check a successor makes before it trusts a record.
+     */
+    @Test
+    void anMrsDeviceHandleImportsTheSameMrInAnotherContextAndAForgedOneIsRefused() throws Throwable
+    {
+        final Path library = EmulatedDevice.library();
+        final IbverbsRegistrar ibverbs = new IbverbsRegistrar(ProviderConfig.ibverbs().withLibraryPath(library));
+        try (Arena arena = Arena.ofConfined())
+        {
+            final SharedDevice device = ibverbs.sharedDevice().orElseThrow();
+            final MemorySegment buffer = arena.allocate(1 << 20, 4096);
+            final Registration registration = ibverbs.register(buffer.address(), 1 << 20,
+                Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            assertTrue(registration.deviceHandle() >= 0, "a device handle: " + registration);
+
+            final SymbolLookup verbs = SymbolLookup.libraryLookup(library, arena);
+            final Linker linker = Linker.nativeLinker();
+            final MethodHandle importDevice = linker.downcallHandle(verbs.find("ibv_import_device").orElseThrow(),
+                FunctionDescriptor.of(ADDRESS, JAVA_INT));
+            final MethodHandle importPd = linker.downcallHandle(verbs.find("ibv_import_pd").orElseThrow(),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
+            final MethodHandle importMr = linker.downcallHandle(verbs.find("ibv_import_mr").orElseThrow(),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT));
+            final MethodHandle unimportMr = linker.downcallHandle(verbs.find("ibv_unimport_mr").orElseThrow(),
+                FunctionDescriptor.ofVoid(ADDRESS));
+            final MethodHandle unimportPd = linker.downcallHandle(verbs.find("ibv_unimport_pd").orElseThrow(),
+                FunctionDescriptor.ofVoid(ADDRESS));
+            final MethodHandle closeDevice = linker.downcallHandle(verbs.find("ibv_close_device").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS));
+
+            final MemorySegment context = (MemorySegment)importDevice.invokeExact(device.duplicateCommandFd());
+            assertNotEquals(MemorySegment.NULL, context);
+            final MemorySegment pd = (MemorySegment)importPd.invokeExact(context, device.pdHandle());
+            assertNotEquals(MemorySegment.NULL, pd);
+            final MemorySegment mr = ((MemorySegment)importMr.invokeExact(pd, registration.deviceHandle()))
+                .reinterpret(IbverbsRegistrar.IBV_MR.byteSize());
+            assertNotEquals(MemorySegment.NULL, mr);
+            assertEquals(registration.address(), mr.get(ADDRESS, IbverbsRegistrar.IBV_MR.byteOffset(
+                groupElement("addr"))).address());
+            assertEquals(registration.length(), mr.get(JAVA_LONG, IbverbsRegistrar.IBV_MR.byteOffset(
+                groupElement("length"))));
+            assertEquals(registration.lkey(), mr.get(JAVA_INT, IbverbsRegistrar.IBV_MR.byteOffset(
+                groupElement("lkey"))));
+            assertEquals(registration.rkey(), mr.get(JAVA_INT, IbverbsRegistrar.IBV_MR.byteOffset(
+                groupElement("rkey"))));
+            assertEquals(registration.deviceHandle(), mr.get(JAVA_INT, IbverbsRegistrar.IBV_MR.byteOffset(
+                groupElement("handle"))));
+            unimportMr.invokeExact(mr);
+
+            final MemorySegment forged = (MemorySegment)importMr.invokeExact(pd, registration.deviceHandle() + 1);
+            assertEquals(MemorySegment.NULL, forged, "a handle no MR of the device has");
+            ibverbs.deregister(registration);
+            final MemorySegment stale = (MemorySegment)importMr.invokeExact(pd, registration.deviceHandle());
+            assertEquals(MemorySegment.NULL, stale, "the handle of a deregistered MR");
+            unimportPd.invokeExact(pd);
+            assertEquals(0, (int)closeDevice.invokeExact(context));
+        }
+        finally
+        {
+            ibverbs.close();
+        }
     }
 
     @Test

@@ -222,7 +222,7 @@ final class SoftRegistrarTest
 
         final int staleKey = registration.lkey() ^ 0x01;
         final Registration stale = new Registration(registration.address(), registration.length(), staleKey,
-            staleKey, staleKey & 0xFFFF_FFFFL);
+            staleKey, staleKey & 0xFFFF_FFFFL, registration.deviceHandle());
         assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> soft.deregister(stale)).code());
 
         soft.deregister(registration);
