@@ -96,6 +96,7 @@ struct emu_context *emu_context_open(struct emu_device *d, uint64_t max_mr_size)
 	for (int k = 0; k < EMU_OBJECT_KINDS; k++)
 		atomic_store(&e->live[k], 0);
 	atomic_store(&e->unbound, 0);
+	atomic_store(&e->registrations, 0);
 	emu_unlock(sh);
 
 	memset(&h, 0, sizeof(h));

@@ -119,6 +119,17 @@ static void fill_mr(struct emu_mr *emr, struct ibv_pd *pd, void *addr, size_t le
 	emr->mr.rkey = emu_mr_rkey(key, access);
 }
 
+/*
+ * Counts a registration that bound pages, in its context and in the device
+ * (mrdemu_registrations): what a program that adopts MRs by handle instead
+ * of registering them again shows it did not do.
+ */
+static void count_registration(struct emu_shared *sh, uint32_t ctx)
+{
+	atomic_fetch_add(&emu_ctxe(sh, ctx)->registrations, 1);
+	atomic_fetch_add(&sh->registrations, 1);
+}
+
 static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
 	struct emu_context *c = emu_ctx(pd->context);
@@ -161,6 +172,7 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	}
 	atomic_fetch_add(&emu_pd(sh, pd->handle)->users, 1);
 	emu_count(sh, c->ctx, EMU_MR, 1);
+	count_registration(sh, c->ctx);
 	publish(sh, e, index, c->ctx, pd->handle, (uintptr_t)addr, length, iova, access, &b);
 	emu_unlock(sh);
 	free(b.pfns);
@@ -315,6 +327,7 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	emu_lock(sh);
 	atomic_fetch_add(&emu_pd(sh, new_pd->pd.handle)->users, 1);
 	emu_count(sh, c->ctx, EMU_MR, 1);
+	count_registration(sh, c->ctx);
 	e->variant = variant;
 	publish(sh, e, emr->index, c->ctx, new_pd->pd.handle, new_addr, new_len, new_addr, new_access, &b);
 	emu_unlock(sh);

@@ -295,3 +295,17 @@ uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx)
 	pthread_mutex_unlock(&contexts_lock);
 	return c ? atomic_load(&c->sh->unbound) : 0;
 }
+
+uint64_t mrdemu_registrations(struct ibv_context *ctx)
+{
+	struct emu_context *c;
+
+	if (ctx) {
+		c = emu_ctx(ctx);
+		return atomic_load(&emu_ctxe(c->sh, c->ctx)->registrations);
+	}
+	pthread_mutex_lock(&contexts_lock);
+	c = contexts;
+	pthread_mutex_unlock(&contexts_lock);
+	return c ? atomic_load(&c->sh->registrations) : 0;
+}

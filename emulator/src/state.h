@@ -85,7 +85,7 @@
 #include <stdint.h>
 
 #define EMU_MAGIC 0x756d65647272646dULL /* "mdrrdemu" */
-#define EMU_LAYOUT_VERSION 3u
+#define EMU_LAYOUT_VERSION 4u
 
 /* Table capacities, reported by ibv_query_device; host-wide, for every process's contexts. */
 #define EMU_MAX_CTX 1024u
@@ -157,6 +157,8 @@ struct emu_ctx_entry {
 	_Atomic uint32_t live[EMU_OBJECT_KINDS];	/* its PDs, MRs, CQs, QPs */
 	/* Transfers refused because an MR of this context had lost the pages it was bound to. */
 	_Atomic uint64_t unbound;
+	/* Registrations made in this context: each bound pages (reg_mr, rereg_mr); imports bind none. */
+	_Atomic uint64_t registrations;
 };
 
 struct emu_pd_entry {
@@ -364,6 +366,7 @@ struct emu_shared {
 	uint32_t heap_hint;		/* first page to look at when allocating */
 	uint32_t heap_used_pages;
 	_Atomic uint64_t unbound;	/* every context's unbound transfers, also those of reaped contexts */
+	_Atomic uint64_t registrations;	/* every context's registrations, also those of reaped contexts */
 	_Atomic uint32_t mr_frees;	/* bumped by every dereg: engines drop their mappings of dead MRs */
 	_Alignas(64) _Atomic uint32_t doorbell;	/* bumped by every post; the engine's futex */
 	_Atomic uint32_t engine_sleeping;

@@ -1154,6 +1154,57 @@ static void an_importer_outlives_its_opener(void)
 	ibv_close_device(other);
 }
 
+/*
+ * mrdemu_registrations counts what bound pages: a registration in its context
+ * and in the device, a rereg again; not a failed one, not an import by handle
+ * from another process (which binds nothing), and a deregistration takes none
+ * back. The device's count keeps a reaped context's.
+ */
+static void registrations_are_counted_and_imports_are_not(void)
+{
+	struct ibv_context *ctx = open_device();
+	struct ibv_pd *pd = alloc_pd(ctx);
+	char *mem = shared_memory(2 * 4096);
+	uint64_t mine = mrdemu_registrations(ctx), device = mrdemu_registrations(NULL);
+	struct ibv_context *other;
+	struct ibv_mr *mr;
+	int status;
+	pid_t pid;
+
+	mr = reg(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK_EQ(mrdemu_registrations(ctx) - mine, 1, "a registration counted in its context");
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 1, "and in the device");
+	CHECK(!ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_REMOTE_WRITE), "remote write without local write is refused");
+	CHECK_EQ(mrdemu_registrations(ctx) - mine, 1, "a refused registration is not counted");
+	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, mem + 4096, 4096, 0), 0, "rereg");
+	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "a rereg binds pages again");
+
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		struct ibv_context *imported = ibv_import_device(dup(ctx->cmd_fd));
+		struct ibv_pd *ipd = imported ? ibv_import_pd(imported, pd->handle) : NULL;
+		struct ibv_mr *imr = ipd ? ibv_import_mr(ipd, mr->handle) : NULL;
+
+		_exit(!imr ? 2 : imr->lkey != mr->lkey ? 3 : mrdemu_registrations(imported) - mine != 2 ? 4 : 0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the child imported the MR by handle, with its lkey, and saw 2 registrations (status %d)", status);
+	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "another process's import registers nothing");
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 2, "nor does it in the device");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
+	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "a deregistration takes none back");
+
+	other = open_device();
+	reg(alloc_pd(other), mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK_EQ(mrdemu_registrations(other), 1, "a new context starts from 0");
+	ibv_close_device(other);
+	ibv_close_device(open_device()); /* the next open reaps the unheld context */
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 3, "the device keeps a reaped context's registrations");
+	ibv_close_device(ctx);
+}
+
 /* ---- the engine --------------------------------------------------------------------------------- */
 
 /* utime + stime of the thread named name, in clock ticks; -1 if there is none. */
@@ -2032,6 +2083,7 @@ static const struct test_case cases[] = {
 	CASE(another_process_imports_the_device_and_posts),
 	CASE(several_processes_post_at_once),
 	CASE(an_importer_outlives_its_opener),
+	CASE(registrations_are_counted_and_imports_are_not),
 	CASE(an_idle_device_costs_no_cpu),
 	CASE(closing_the_opener_leaves_the_context_to_importers),
 	CASE(device_list_follows_mrdemu_devices),
