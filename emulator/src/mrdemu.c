@@ -282,30 +282,37 @@ int mrdemu_destroy_by_handle(struct ibv_context *ctx, int type, uint32_t handle)
 	}
 }
 
-uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx)
+/*
+ * The device of ctx's context, or with ctx NULL of any context of this
+ * process (every context of a process is on the one device of the host);
+ * NULL without one. The device-wide counters live in its shared header.
+ */
+static struct emu_shared *device_of(struct ibv_context *ctx)
 {
 	struct emu_context *c;
 
-	if (ctx) {
-		c = emu_ctx(ctx);
-		return atomic_load(&emu_ctxe(c->sh, c->ctx)->unbound);
-	}
+	if (ctx)
+		return emu_ctx(ctx)->sh;
 	pthread_mutex_lock(&contexts_lock);
 	c = contexts;
 	pthread_mutex_unlock(&contexts_lock);
-	return c ? atomic_load(&c->sh->unbound) : 0;
+	return c ? c->sh : NULL;
+}
+
+uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx)
+{
+	struct emu_shared *sh = device_of(ctx);
+
+	if (ctx)
+		return atomic_load(&emu_ctxe(sh, emu_ctx(ctx)->ctx)->unbound);
+	return sh ? atomic_load(&sh->unbound) : 0;
 }
 
 uint64_t mrdemu_registrations(struct ibv_context *ctx)
 {
-	struct emu_context *c;
+	struct emu_shared *sh = device_of(ctx);
 
-	if (ctx) {
-		c = emu_ctx(ctx);
-		return atomic_load(&emu_ctxe(c->sh, c->ctx)->registrations);
-	}
-	pthread_mutex_lock(&contexts_lock);
-	c = contexts;
-	pthread_mutex_unlock(&contexts_lock);
-	return c ? atomic_load(&c->sh->registrations) : 0;
+	if (ctx)
+		return atomic_load(&emu_ctxe(sh, emu_ctx(ctx)->ctx)->registrations);
+	return sh ? atomic_load(&sh->registrations) : 0;
 }
