@@ -9,8 +9,9 @@ package io.mrd.secondary;
  * uses its device throws {@link DaemonDeadException}, and changes nothing: {@link MrCache} lookups,
  * {@link RegisteredMemory} and {@link ExternalMemory} keys, every request of {@link MrdClient}, the pool's
  * {@code acquire} and its buffers' keys, and the verbs ({@code createCq}, {@code createRcQp}, {@code connect},
- * {@code postSend}, {@code postRecv}, {@code poll}). Every {@code close()} succeeds: it gives back what is this
- * process's and leaves the rest to the daemon's end (a pool's slabs and the client's memory stay mapped until
+ * {@code postSend}, {@code postRecv}, {@code poll}). Every {@code close()} succeeds in the README's order
+ * (buffers, pools, queue pairs, CQs, the client): it gives back what is this process's and leaves the rest to the
+ * daemon's end (a pool's slabs and the client's memory stay mapped until
  * {@link MrdClient#close()}). Reads and writes of the client's memory do not fault until then: the pages are
  * still the daemon's files, and peers that hold an rkey may still reach them while this process holds the
  * device, so nothing read there after a loss is to be trusted.
