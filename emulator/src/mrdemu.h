@@ -84,10 +84,11 @@ uint64_t mrdemu_unbound_transfers(struct ibv_context *ctx);
 
 /*
  * Registrations that bound pages: every successful ibv_reg_mr,
- * ibv_reg_mr_iova, ibv_reg_mr_iova2 and ibv_rereg_mr. ibv_import_mr binds
- * nothing and counts nothing, nor does a deregistration take one back, so a
- * program that names existing MRs by handle (a successor daemon adopting
- * its predecessor's) shows here that it registered nothing again.
+ * ibv_reg_mr_iova, ibv_reg_mr_iova2, ibv_reg_dm_mr and ibv_rereg_mr
+ * (ibv_reg_dmabuf_mr is EOPNOTSUPP). ibv_import_mr binds nothing and counts
+ * nothing, nor does a deregistration take one back, so a program that names
+ * existing MRs by handle (a successor daemon adopting its predecessor's)
+ * shows here that it registered nothing again.
  *
  * With ctx: those made in ctx's context. With ctx NULL: every context's on
  * the device of this process's contexts, reaped ones included; 0 without a

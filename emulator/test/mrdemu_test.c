@@ -1079,6 +1079,18 @@ static int recv_fd(int sock, uint32_t *value)
 	return fd;
 }
 
+/* The path of ctx's holder file (its cmd_fd), which goes when the context is reaped. */
+static void holder_of(struct ibv_context *ctx, char *path, size_t size)
+{
+	char fd[64];
+	ssize_t n;
+
+	snprintf(fd, sizeof(fd), "/proc/self/fd/%d", ctx->cmd_fd);
+	n = readlink(fd, path, size - 1);
+	CHECK(n > 0, "readlink %s", fd);
+	path[n] = 0;
+}
+
 /*
  * The opener is another process, as the daemon is for a secondary: the fd
  * comes by SCM_RIGHTS. When the opener dies (kill -9) the context lives on,
@@ -1114,15 +1126,7 @@ static void an_importer_outlives_its_opener(void)
 	}
 	ctx = ibv_import_device(recv_fd(sv[0], &pd_handle));
 	CHECK(ctx, "import: %s", strerror(errno));
-	snprintf(holder, sizeof(holder), "/proc/self/fd/%d", ctx->cmd_fd);
-	{
-		char target[512];
-		ssize_t n = readlink(holder, target, sizeof(target) - 1);
-
-		CHECK(n > 0, "readlink %s", holder);
-		target[n] = 0;
-		snprintf(holder, sizeof(holder), "%s", target);
-	}
+	holder_of(ctx, holder, sizeof(holder));
 	pd = ibv_import_pd(ctx, pd_handle);
 	CHECK(pd, "import_pd: %s", strerror(errno));
 	cq = create_cq(ctx, 16);
@@ -1155,54 +1159,92 @@ static void an_importer_outlives_its_opener(void)
 }
 
 /*
- * mrdemu_registrations counts what bound pages: a registration in its context
- * and in the device, a rereg again; not a failed one, not an import by handle
- * from another process (which binds nothing), and a deregistration takes none
- * back. The device's count keeps a reaped context's.
+ * mrdemu_registrations counts what bound pages, as a test of adoption reads
+ * it: the opener (a predecessor daemon) registers memory and a DM MR and
+ * re-registers, and what it fails to register is not counted; the importer
+ * (its successor) takes the context by SCM_RIGHTS and names the PD and the MR
+ * by handle, which binds nothing and counts nothing, in the context or the
+ * device. What the importer registers itself is the context's too, a
+ * deregistration takes none back, and the device keeps the context's count
+ * once it is reaped.
  */
 static void registrations_are_counted_and_imports_are_not(void)
 {
-	struct ibv_context *ctx = open_device();
-	struct ibv_pd *pd = alloc_pd(ctx);
+	struct ibv_context *mine = open_device(), *ctx;
 	char *mem = shared_memory(2 * 4096);
-	uint64_t mine = mrdemu_registrations(ctx), device = mrdemu_registrations(NULL);
-	struct ibv_context *other;
+	uint64_t device = mrdemu_registrations(NULL);
+	uint32_t pd_handle, mr_handle, lkey;
+	struct ibv_pd *pd;
 	struct ibv_mr *mr;
-	int status;
+	char holder[512];
+	int sv[2];
 	pid_t pid;
 
-	mr = reg(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
-	CHECK_EQ(mrdemu_registrations(ctx) - mine, 1, "a registration counted in its context");
-	CHECK_EQ(mrdemu_registrations(NULL) - device, 1, "and in the device");
-	CHECK(!ibv_reg_mr(pd, mem, 4096, IBV_ACCESS_REMOTE_WRITE), "remote write without local write is refused");
-	CHECK_EQ(mrdemu_registrations(ctx) - mine, 1, "a refused registration is not counted");
-	CHECK_EQ(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, mem + 4096, 4096, 0), 0, "rereg");
-	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "a rereg binds pages again");
-
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
 	pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		struct ibv_context *imported = ibv_import_device(dup(ctx->cmd_fd));
-		struct ibv_pd *ipd = imported ? ibv_import_pd(imported, pd->handle) : NULL;
-		struct ibv_mr *imr = ipd ? ibv_import_mr(ipd, mr->handle) : NULL;
+		struct ibv_context *opened = open_device();
+		struct ibv_pd *opd = alloc_pd(opened);
+		struct ibv_alloc_dm_attr attr = { .length = 64 };
+		struct ibv_dm *dm = ibv_alloc_dm(opened, &attr);
+		char *hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ibv_mr *omr;
+		char byte;
 
-		_exit(!imr ? 2 : imr->lkey != mr->lkey ? 3 : mrdemu_registrations(imported) - mine != 2 ? 4 : 0);
+		close(sv[0]);
+		munmap(hole, 4096);
+		CHECK_EQ(mrdemu_registrations(opened), 0, "a new context starts from 0");
+		omr = reg(opd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+		CHECK_EQ(mrdemu_registrations(opened), 1, "a registration counted in its context");
+		CHECK(!ibv_reg_mr(opd, mem, 4096, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL,
+		      "remote write without local write is refused");
+		CHECK(!ibv_reg_mr(opd, hole, 4096, IBV_ACCESS_LOCAL_WRITE) && errno == EFAULT,
+		      "unmapped memory is refused: %s", strerror(errno));
+		CHECK_EQ(mrdemu_registrations(opened), 1, "a refused registration is not counted");
+		CHECK(dm, "ibv_alloc_dm: %s", strerror(errno));
+		CHECK(ibv_reg_dm_mr(opd, dm, 0, 64, IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE),
+		      "ibv_reg_dm_mr: %s", strerror(errno));
+		CHECK_EQ(mrdemu_registrations(opened), 2, "a DM MR binds the device's pages");
+		CHECK_EQ(ibv_rereg_mr(omr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, mem + 4096, 4096, 0), 0, "rereg");
+		CHECK_EQ(mrdemu_registrations(opened), 3, "a rereg binds pages again");
+		send_fd(sv[1], opened->cmd_fd, opd->handle);
+		write_u32(sv[1], omr->handle);
+		write_u32(sv[1], omr->lkey);
+		/* Until killed, or until the parent's end closes (a failed check there). */
+		while (read(sv[1], &byte, 1) > 0)
+			;
+		_exit(0);
 	}
-	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "the child imported the MR by handle, with its lkey, and saw 2 registrations (status %d)", status);
-	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "another process's import registers nothing");
-	CHECK_EQ(mrdemu_registrations(NULL) - device, 2, "nor does it in the device");
-	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg");
-	CHECK_EQ(mrdemu_registrations(ctx) - mine, 2, "a deregistration takes none back");
+	close(sv[1]);
+	ctx = ibv_import_device(recv_fd(sv[0], &pd_handle));
+	CHECK(ctx, "import: %s", strerror(errno));
+	mr_handle = read_u32(sv[0]);
+	lkey = read_u32(sv[0]);
+	holder_of(ctx, holder, sizeof(holder));
+	CHECK_EQ(mrdemu_registrations(ctx), 3, "the opener's registrations, read through the import");
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 3, "and in the device");
+	pd = ibv_import_pd(ctx, pd_handle);
+	CHECK(pd, "import_pd: %s", strerror(errno));
+	mr = ibv_import_mr(pd, mr_handle);
+	CHECK(mr, "import_mr: %s", strerror(errno));
+	CHECK_EQ(mr->lkey, lkey, "the imported MR's lkey");
+	CHECK_EQ(mrdemu_registrations(ctx), 3, "an import by handle registers nothing");
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 3, "nor does it in the device");
+	CHECK_EQ(mrdemu_registrations(mine), 0, "another context counts none of them");
 
-	other = open_device();
-	reg(alloc_pd(other), mem, 4096, IBV_ACCESS_LOCAL_WRITE);
-	CHECK_EQ(mrdemu_registrations(other), 1, "a new context starts from 0");
-	ibv_close_device(other);
-	ibv_close_device(open_device()); /* the next open reaps the unheld context */
-	CHECK_EQ(mrdemu_registrations(NULL) - device, 3, "the device keeps a reaped context's registrations");
-	ibv_close_device(ctx);
+	CHECK(kill(pid, SIGKILL) == 0, "kill");
+	CHECK(waitpid(pid, NULL, 0) == pid, "waitpid");
+	reg(pd, mem, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK_EQ(mrdemu_registrations(ctx), 4, "the importer's own registration is the context's");
+	CHECK_EQ(ibv_dereg_mr(mr), 0, "dereg the imported MR");
+	CHECK_EQ(mrdemu_registrations(ctx), 4, "a deregistration takes none back");
+	/* mine keeps the device in use, so what the close leaves is reaped, not wiped. */
+	CHECK_EQ(ibv_close_device(ctx), 0, "close the last holder");
+	CHECK(access(holder, F_OK) != 0, "the unheld context %s was reaped", holder);
+	CHECK_EQ(mrdemu_registrations(NULL) - device, 4, "the device keeps a reaped context's registrations");
+	CHECK_EQ(mrdemu_registrations(mine), 0, "and mine still has none");
+	ibv_close_device(mine);
 }
 
 /* ---- the engine --------------------------------------------------------------------------------- */
