@@ -190,7 +190,6 @@ public final class MrdDaemon implements AutoCloseable
             // everything before it is cheap to undo.
             registrar = Registrars.create(context.providerConfig());
             Registrars.recordDevice(header, registrar);
-            header.adoptedEpoch(0);
             final MrEngine engine = new MrEngine(ctl, memory, new TimedRegistrar(registrar, counters.histograms()),
                 counters, errorLog, context.get(MR_EXT_MEMSEG), journal);
             final MrdDaemon daemon = new MrdDaemon(

@@ -250,8 +250,8 @@ final class AddressSpace
             }
             throw ex;
         }
-        return new ExternalMemory(address, mapped, reply.lkey(), reply.rkey(), reply.access(),
-            MemorySegment.ofAddress(address).reinterpret(mapped), watch.liveness());
+        return new ExternalMemory(new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(mapped),
+            reply.lkey(), reply.rkey(), reply.access(), watch.liveness()));
     }
 
     /**

@@ -8,51 +8,32 @@ import java.lang.foreign.MemorySegment;
 /**
  * Memory a secondary brought in from outside the daemon's lists (a sealable memfd, which the daemon seals
  * against resizing), registered by {@link MrdClient#registerExternal} and mapped at the same address in the
- * primary and in this process. Its keys follow the loss rule ({@link DaemonLiveness}): once the daemon is lost,
- * {@link #lkey()} and {@link #rkey()} throw {@link DaemonDeadException}.
+ * primary and in this process. Its keys are those of the one MR that holds it, kept and checked as every
+ * registered memory's ({@link RegisteredMemory}: once the daemon is lost, {@link #lkey()} and {@link #rkey()}
+ * throw {@link DaemonDeadException}).
  */
 public final class ExternalMemory
 {
-    private final long address;
-    private final long length;
-    private final int lkey;
-    private final int rkey;
-    private final int access;
-    private final MemorySegment segment;
-    private final DaemonLiveness liveness;
+    private final RegisteredMemory registered;
 
     /**
-     * @param address  where it is mapped, inside the daemon's external window.
-     * @param length   bytes mapped and registered.
-     * @param lkey     the local key of its MR.
-     * @param rkey     the remote key of its MR, {@link Access#NO_RKEY} without remote access.
-     * @param access   the {@link Access} flags it was registered with.
-     * @param segment  the mapping in this process.
-     * @param liveness the client's check of its daemon.
+     * @param registered the mapping in this process and the keys and access of its MR.
      */
-    ExternalMemory(
-        final long address, final long length, final int lkey, final int rkey, final int access,
-        final MemorySegment segment, final DaemonLiveness liveness)
+    ExternalMemory(final RegisteredMemory registered)
     {
-        this.address = address;
-        this.length = length;
-        this.lkey = lkey;
-        this.rkey = rkey;
-        this.access = access;
-        this.segment = segment;
-        this.liveness = liveness;
+        this.registered = registered;
     }
 
     /** @return where it is mapped, inside the daemon's external window. */
     public long address()
     {
-        return address;
+        return registered.segment().address();
     }
 
     /** @return bytes mapped and registered. */
     public long length()
     {
-        return length;
+        return registered.segment().byteSize();
     }
 
     /**
@@ -61,8 +42,7 @@ public final class ExternalMemory
      */
     public int lkey()
     {
-        liveness.requireAlive();
-        return lkey;
+        return registered.lkey();
     }
 
     /**
@@ -71,26 +51,23 @@ public final class ExternalMemory
      */
     public int rkey()
     {
-        liveness.requireAlive();
-        return rkey;
+        return registered.rkey();
     }
 
     /** @return the {@link Access} flags it was registered with. */
     public int access()
     {
-        return access;
+        return registered.access();
     }
 
     /** @return the mapping in this process. */
     public MemorySegment segment()
     {
-        return segment;
+        return registered.segment();
     }
 
     public String toString()
     {
-        return "ExternalMemory[" + Sizes.hex(address) + ", " + Sizes.hex(address + length) + ") lkey " +
-            Sizes.hex(lkey & 0xFFFF_FFFFL) + " rkey " + Sizes.hex(rkey & 0xFFFF_FFFFL) + " access " +
-            Access.describe(access);
+        return "ExternalMemory[" + Sizes.hex(address()) + ", " + Sizes.hex(address() + length()) + ") " + registered;
     }
 }

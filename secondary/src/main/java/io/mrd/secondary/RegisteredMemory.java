@@ -15,7 +15,7 @@ import java.lang.foreign.MemorySegment;
  * and a fresh lookup returns these same keys). Memory with remote access never shares an MR with another
  * allocation, so nothing but its own free detaches it. Once the daemon is lost (it died, stopped or restarted),
  * the keys follow the loss rule ({@link DaemonLiveness}): {@link #lkey()}, {@link #rkey()} and {@link #keyPair()}
- * throw {@link DaemonDeadException}.
+ * throw {@link DaemonDeadException}. {@link ExternalMemory} keeps its keys in one too.
  */
 public final class RegisteredMemory
 {

@@ -1,6 +1,7 @@
 package io.mrd.bench.jmh;
 
 import io.mrd.bench.fixture.AddressPattern;
+import io.mrd.bench.fixture.ClientLiveness;
 import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.RegisteredMemory;
@@ -21,7 +22,8 @@ import java.lang.reflect.Constructor;
  * datapath that keeps buffers from {@code allocateRegistered} does per work request instead of a lookup.
  * Each of the 65,536 buffers of {@link AddressPattern#changingChunk} is represented by the handle of its chunk
  * (8 handles, each buffer in another one than the one before, as in the top-half "other slot" row), so every
- * key is an array load and a field load of a handle the loop cannot hoist.
+ * key is an array load and a field load of a handle the loop cannot hoist, and the client's liveness check
+ * ({@link ClientLiveness}).
  * <p>
  * The handles are made reflectively ({@link RegisteredMemory}'s constructor belongs to the client, which makes
  * them from an {@code ALLOC} reply): what is timed is the accessor, whichever daemon made the keys. The table
@@ -43,11 +45,12 @@ public class HandleKeyBenchmark
             MemorySegment.class, int.class, int.class, int.class, DaemonLiveness.class);
         constructor.setAccessible(true);
         final RegisteredMemory[] handles = new RegisteredMemory[MrCache.TOP_HALF_ENTRIES];
+        final DaemonLiveness liveness = ClientLiveness.untripped();
         for (int chunk = 0; chunk < handles.length; chunk++)
         {
             handles[chunk] = constructor.newInstance(MemorySegment.ofAddress(AddressPattern.chunkStart(chunk))
                 .reinterpret(AddressPattern.CHUNK), AddressPattern.lkey(chunk), AddressPattern.lkey(chunk) + 1, 0,
-                DaemonLiveness.UNWATCHED);
+                liveness);
         }
         final long[] addresses = AddressPattern.changingChunk(handles.length);
         buffers = new RegisteredMemory[addresses.length];

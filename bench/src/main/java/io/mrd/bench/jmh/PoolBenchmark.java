@@ -1,6 +1,8 @@
 package io.mrd.bench.jmh;
 
+import io.mrd.bench.fixture.ClientLiveness;
 import io.mrd.layout.Access;
+import io.mrd.secondary.DaemonLiveness;
 import io.mrd.secondary.pool.BufferPool;
 import io.mrd.secondary.pool.PoolContext;
 import io.mrd.secondary.pool.PooledBuffer;
@@ -29,7 +31,8 @@ import java.lang.foreign.Arena;
  * the generation check included) beside the MrCache MRU hit ({@code tophalf.mru}).
  * <p>
  * The pool's slabs are native memory with made-up keys ({@link SlabSource} over an {@link Arena}): what is
- * timed is the pool's own work, which does not depend on who registered the slab, and no daemon is needed.
+ * timed is the pool's own work, which does not depend on who registered the slab, and no daemon is needed; the
+ * liveness check every acquire and key makes is the client's own ({@link ClientLiveness}).
  * Both allocators warm up to steady state (their thread caches filled) before measurement.
  */
 @State(Scope.Benchmark)
@@ -48,6 +51,7 @@ public class PoolBenchmark
     {
         arena = Arena.ofShared();
         final int[] keys = {0x100};
+        final DaemonLiveness liveness = ClientLiveness.untripped();
         pool = BufferPool.open(new SlabSource()
         {
             public SlabMemory allocate(final long length, final int access)
@@ -62,6 +66,11 @@ public class PoolBenchmark
             public void free(final SlabMemory memory)
             {
                 // the arena frees everything at tear-down
+            }
+
+            public DaemonLiveness liveness()
+            {
+                return liveness;
             }
         }, new PoolContext().access(Access.REMOTE_WRITE));
         keyed = new PooledBuffer[8];
