@@ -69,6 +69,39 @@ static void remove_leftovers(const char *dir, int index)
 	closedir(d);
 }
 
+/*
+ * Whether a context of device index is still held (its holder file's shared
+ * flock taken) while no process maps the device: a process that keeps only a
+ * command fd, as mrd's descriptor holder does for a successor. The kernel
+ * keeps a ucontext and its objects for as long as its file is open, whoever
+ * has the device open, so such a device's state must not be wiped.
+ */
+static int contexts_held(const char *dir, int index)
+{
+	char prefix[32];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t n;
+	int held = 0;
+
+	if (!d)
+		return 0;
+	n = (size_t)snprintf(prefix, sizeof(prefix), "mrdemu%d.ctx-", index);
+	while (!held && (e = readdir(d))) {
+		int fd;
+
+		if (strncmp(e->d_name, prefix, n) != 0)
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+		close(fd);
+	}
+	closedir(d);
+	return held;
+}
+
 static uint64_t new_nonce(void)
 {
 	uint64_t nonce;
@@ -114,7 +147,8 @@ static struct emu_shared *map_device(const char *dir, const char *path, int inde
 	if (fd < 0)
 		goto out;
 	fchmod(fd, 0666);
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && initialise(fd, dir, index) != 0)
+	/* Unused by any mapping, and no context held: whatever the file holds is an earlier use's. */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !contexts_held(dir, index) && initialise(fd, dir, index) != 0)
 		goto out;
 	/* From exclusive (we initialised it) or none (others use it) to shared: under lock_fd, nobody else moves. */
 	if (flock(fd, LOCK_SH) != 0)

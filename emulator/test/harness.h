@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/mrdemu.h"
 
@@ -287,6 +288,20 @@ struct test_case {
 	const char *name;
 	void (*run)(void);
 };
+
+/* A u32 over a pipe or socket, between the processes of a case. */
+static inline void write_u32(int fd, uint32_t v)
+{
+	CHECK(write(fd, &v, sizeof(v)) == sizeof(v), "pipe write");
+}
+
+static inline uint32_t read_u32(int fd)
+{
+	uint32_t v;
+
+	CHECK(read(fd, &v, sizeof(v)) == sizeof(v), "pipe read");
+	return v;
+}
 
 #define CASE(f) { #f, f }
 

@@ -4,9 +4,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.ClientContext;
+import io.mrd.secondary.DaemonDeadException;
+import io.mrd.secondary.DaemonEventListener;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import picocli.CommandLine;
@@ -23,7 +26,10 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 
 /**
@@ -50,7 +56,7 @@ import java.util.stream.Stream;
     footer = {"", "Example:", "  scripts/mrd demo"})
 public final class DemoCommand implements Callable<Integer>
 {
-    private static final int STEPS = 7;
+    private static final int STEPS = 8;
     /** What the demo's registrations pin at most: its own 16 MiB and the two workers' 128 + 64 MiB. */
     private static final long DEMO_PINNED_BYTES = 208L << 20;
     /** How long the two RDMA workers move data. */
@@ -188,6 +194,7 @@ public final class DemoCommand implements Callable<Integer>
             progress("RDMA between two workers: skipped, no device library (MRD_IBVERBS_LIBRARY is unset and " +
                 emulator + " is not built: " + (null != why && !why.isBlank() ? why :
                 "scripts/mrd emulator builds it") + ")");
+            progress("the daemon killed and adopted: skipped, as the RDMA step (adoption keeps a device's MRs)");
             return;
         }
         progress("two workers RDMA-write into each other's buffers (" + library + ")");
@@ -226,6 +233,7 @@ public final class DemoCommand implements Callable<Integer>
                     r.path("staleKeyRequests").asLong(), r.path("unboundTransfers").asLong());
                 requireCorrectRdma(worker.name, r);
             }
+            adoptionStep(rdmaDir, library);
         }
         finally
         {
@@ -238,6 +246,98 @@ public final class DemoCommand implements Callable<Integer>
                 deleteTree(rdmaDir);
             }
         }
+    }
+
+    /**
+     * The daemon killed with -9 under a client that rides through the gap, and a successor started in its
+     * directory: the client's key stays the same through it, and the successor registered nothing again.
+     */
+    private void adoptionStep(final Path rdmaDir, final String library) throws IOException, InterruptedException
+    {
+        progress("the daemon killed with -9 and a successor adopting its MRs (docs/adoption.md)");
+        final CompletableFuture<Long> adopted = new CompletableFuture<>();
+        try (MrdClient client = MrdClient.attach(new ClientContext().dir(rdmaDir).name("demo-gap")
+            .ibverbsLibrary(library).adoptionWaitMs(WORKER_TIMEOUT_S * 1000).daemonEventListener(
+                new DaemonEventListener()
+                {
+                    public void onDaemonLost(final DaemonDeadException reason, final long atMs)
+                    {
+                        adopted.completeExceptionally(reason);
+                    }
+
+                    public void onDaemonAdopted(final long epoch, final long gapMs)
+                    {
+                        adopted.complete(gapMs);
+                    }
+                })))
+        {
+            final MemorySegment held = client.allocate(8L << 20);
+            final MrCache cache = client.newCache();
+            final int lkey = cache.lkey(held.address(), 4096);
+            final long pid = client.controlFile().header().pid();
+            awaitHolder(rdmaDir);
+            ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
+            out.printf("      killed daemon pid %d; in the gap the client's lkey for 0x%x is still 0x%x%n", pid,
+                held.address(), lookupInGap(cache, held, pid));
+            final ProcessBuilder successor = new ProcessBuilder(MrdLauncher.command(false, List.of("start", "--dir",
+                rdmaDir.toString(), "--provider", "ibverbs", "--max-memory", "256MiB", "--list-size", "128MiB")))
+                .redirectErrorStream(true).redirectOutput(rdmaDir.resolve("successor.log").toFile());
+            successor.environment().put("MRD_IBVERBS_LIBRARY", library);
+            final Process start = successor.start();
+            if (!start.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS) || start.exitValue() != 0)
+            {
+                start.destroyForcibly();
+                throw new MrdException(ErrorCode.EIO, "the successor did not start: " +
+                    String.join(" ", Files.readAllLines(rdmaDir.resolve("successor.log"))));
+            }
+            final long gapMs;
+            try
+            {
+                gapMs = adopted.get(WORKER_TIMEOUT_S, TimeUnit.SECONDS);
+            }
+            catch (final ExecutionException | TimeoutException ex)
+            {
+                throw new MrdException(ErrorCode.EIO, "the client did not resume with the successor: " + ex);
+            }
+            final int after = cache.lkey(held.address(), 4096);
+            out.printf("      successor pid %d adopted epoch 0x%x: the client resumed after %d ms as client %d, " +
+                "lkey 0x%x (%s)%n", client.controlFile().header().pid(), client.controlFile().header().adoptedEpoch(),
+                gapMs, client.clientId(), after, after == lkey ? "the same" : "CHANGED");
+            if (after != lkey)
+            {
+                throw new MrdException(ErrorCode.EIO, "the lkey changed through the adoption: 0x" +
+                    Integer.toHexString(lkey) + " then 0x" + Integer.toHexString(after));
+            }
+        }
+        final String log = Files.readString(rdmaDir.resolve("mrd.log"));
+        log.lines().filter(line -> line.contains("adopted epoch")).findFirst()
+            .ifPresent(line -> out.println("      " + line.substring(line.indexOf("mrd ready"))));
+    }
+
+    /** The holder starts beside the daemon; a kill before it holds anything leaves nothing to adopt. */
+    private static void awaitHolder(final Path dir) throws IOException, InterruptedException
+    {
+        final Path log = dir.resolve(RunDirectoryPath.HOLD_LOG_FILE);
+        final long deadline = System.currentTimeMillis() + WORKER_TIMEOUT_S * 1000;
+        while (!(Files.exists(log) && Files.readString(log).contains("holding")))
+        {
+            if (System.currentTimeMillis() > deadline)
+            {
+                throw new MrdException(ErrorCode.ETIMEDOUT, "the daemon's descriptor holder did not start: see " + log);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** A lookup once the client has noticed the death: the gap, not the loss. */
+    private static int lookupInGap(final MrCache cache, final MemorySegment held, final long pid)
+        throws InterruptedException
+    {
+        while (ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false))
+        {
+            Thread.sleep(10);
+        }
+        return cache.lkey(held.address(), 4096);
     }
 
     /**

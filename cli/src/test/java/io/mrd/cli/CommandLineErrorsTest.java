@@ -620,6 +620,8 @@ final class CommandLineErrorsTest
         final Set<Long> now = new HashSet<>(descendants());
         now.removeAll(processesBefore);
         now.remove(livePid);
+        // the running daemon's descriptor holder is its child
+        ProcessHandle.of(livePid).ifPresent(daemon -> daemon.descendants().map(ProcessHandle::pid).forEach(now::remove));
         return now;
     }
 

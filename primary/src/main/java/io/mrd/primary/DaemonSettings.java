@@ -203,6 +203,20 @@ public final class DaemonSettings
             name + " " + Sizes.format(bytes) + " must be 0 (off) or between 64KiB and 4GiB" : null)
         .expects("a size such as 64MiB, or 0 or 'off' for no journal");
 
+    /**
+     * How long what a dead daemon leaves waits for a successor (docs/adoption.md): its descriptor holder keeps
+     * the device and the memory that long, and a successor keeps the clients' allocations that long for them to
+     * come back.
+     */
+    public static final DaemonSetting<Integer> ADOPTION_GRACE = define("adoptionGraceMs", SettingType.INT)
+        .byDefault(30_000)
+        .option("--adoption-grace", "MS", "Milliseconds a successor may take to adopt this daemon's registrations " +
+            "after it dies (a holder process keeps the device and memory that long), and that a successor keeps " +
+            "a client's allocations for it to come back; 0 = no adoption: no holder, a successor starts afresh " +
+            "(default: ${DEFAULT-VALUE}).")
+        .check(SettingCheck.between(0, 3_600_000, " ms"))
+        .expects("a number of milliseconds");
+
     /** A stand-in libibverbs, for tests; the secondaries read the same variable. */
     public static final DaemonSetting<String> IBVERBS_LIBRARY = define("ibverbsLibrary", SettingType.TEXT)
         .byDefault(ProviderConfig.DEFAULT_LIBRARY)

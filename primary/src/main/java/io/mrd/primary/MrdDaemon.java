@@ -17,7 +17,11 @@ import io.mrd.primary.memory.HugePages;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.mr.MrEngine;
+import io.mrd.primary.lineage.HolderLink;
+import io.mrd.primary.lineage.Predecessor;
 import io.mrd.primary.provider.Registrar;
+import io.mrd.primary.provider.SharedDevice;
+import io.mrd.primary.server.AdoptedClients;
 import io.mrd.primary.provider.Registrars;
 import io.mrd.primary.provider.TimedRegistrar;
 import io.mrd.primary.server.MrdServer;
@@ -36,6 +40,7 @@ import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import static io.mrd.primary.DaemonSettings.ADOPTION_GRACE;
 import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
 import static io.mrd.primary.DaemonSettings.CACHE_CAPACITY;
 import static io.mrd.primary.DaemonSettings.DIR;
@@ -69,13 +74,15 @@ public final class MrdDaemon implements AutoCloseable
     private final Registrar registrar;
     private final EventJournal journal;
     private final Thread heartbeat;
+    /** The descriptor holder this daemon owns, from its start (or its predecessor's) to the clean stop. */
+    private final HolderLease holder = new HolderLease();
     /** Set in {@link #launch} once the engine exists and before the control file is published. */
     private volatile MrdServer server;
     private volatile MetricsEndpoint metrics;
     private final CountDownLatch closed = new CountDownLatch(1);
     private volatile boolean closing;
 
-    private MrdDaemon(
+    MrdDaemon(
         final DaemonContext context,
         final RunDirectory runDirectory,
         final ControlFile controlFile,
@@ -101,8 +108,9 @@ public final class MrdDaemon implements AutoCloseable
     }
 
     /**
-     * Starts a daemon: locks the directory, recovers it if a previous daemon died there, creates and
-     * publishes the control file, reserves the memory, starts the heartbeat.
+     * Starts a daemon: locks the directory; adopts the state a previous daemon that died there left, when it
+     * passes {@link Predecessor}'s checks ({@link DaemonAdoption}); else recovers the directory, creates and
+     * publishes the control file, reserves the memory, starts the heartbeat and the descriptor holder.
      *
      * @throws MrdException with a one-line reason when anything is in the way.
      */
@@ -111,6 +119,41 @@ public final class MrdDaemon implements AutoCloseable
         context.conclude();
         final RunDirectory runDirectory = new RunDirectory(context.get(DIR)).ensureExists();
         runDirectory.lock();
+        final long epoch = new SecureRandom().nextLong();
+        final ControlFileLayout layout;
+        final Optional<Predecessor> predecessor;
+        try
+        {
+            layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
+                context.get(MAX_MRS), context.get(CACHE_CAPACITY), context.get(MAX_CLIENTS));
+            predecessor = Predecessor.find(runDirectory.dir(), runDirectory.controlFile(), new Predecessor.Expected(
+                layout, context.get(PROVIDER), context.get(BASE_VIRTADDR), DaemonContext.SEGMENT_SIZE,
+                context.get(ADOPTION_GRACE)), epoch);
+        }
+        catch (final RuntimeException ex)
+        {
+            runDirectory.unlock();
+            throw ex;
+        }
+        if (predecessor.isPresent())
+        {
+            try
+            {
+                return DaemonAdoption.adopt(context, runDirectory, layout, epoch, predecessor.get());
+            }
+            catch (final RuntimeException ex)
+            {
+                LOG.warn("adopting the previous daemon's state ({}) failed: {}: starting afresh", predecessor.get(),
+                    ex instanceof MrdException mrd ? mrd.oneLine() : ex.toString());
+                predecessor.get().releaseHolder();
+            }
+        }
+        return startAfresh(context, runDirectory, layout, epoch);
+    }
+
+    private static MrdDaemon startAfresh(final DaemonContext context, final RunDirectory runDirectory,
+        final ControlFileLayout layout, final long epoch)
+    {
         ControlFile ctl = null;
         MemoryManager memory = null;
         Registrar registrar = null;
@@ -121,8 +164,6 @@ public final class MrdDaemon implements AutoCloseable
             LOG.info("starting with {}", context);
             HeapPolicy.apply();
 
-            final ControlFileLayout layout = ControlFileLayout.compute(context.listCount(), context.segmentsPerList(),
-                context.get(MAX_MRS), context.get(CACHE_CAPACITY), context.get(MAX_CLIENTS));
             // The control file goes on hugetlbfs when its pages are free (searches of a large global cache then
             // miss the TLB less); the lists only when every segment of --max-memory can be backed too: a list
             // on hugetlbfs that runs out of pages fails allocations, where tmpfs would have served them.
@@ -165,7 +206,7 @@ public final class MrdDaemon implements AutoCloseable
             final long now = System.currentTimeMillis();
             final ControlHeader header = ctl.header();
             header.magic(HeaderDescriptor.MAGIC)
-                .epoch(new SecureRandom().nextLong())
+                .epoch(epoch)
                 .pid(ProcessHandle.current().pid())
                 .startTimeMs(now)
                 .heartbeatMs(now)
@@ -194,29 +235,12 @@ public final class MrdDaemon implements AutoCloseable
                 counters, errorLog, context.get(MR_EXT_MEMSEG), journal);
             final MrdDaemon daemon = new MrdDaemon(
                 context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine, journal);
-            if (context.get(METRICS).isPresent())
-            {
-                daemon.metrics = MetricsEndpoint.start(context.get(METRICS).get(), ctl);
-                LOG.info("metrics on http://{}:{}/metrics", context.get(METRICS).get().getHostString(),
-                    daemon.metrics.port());
-            }
             // The socket listens before the control file is published, so a published file means a daemon
             // that answers; a client that connects in between finds the version still 0 and waits.
-            try
-            {
-                daemon.server = MrdServer.start(context, runDirectory, ctl, engine, registrar, counters, errorLog,
-                    daemon::requestStop);
-            }
-            catch (final RuntimeException ex)
-            {
-                if (null != daemon.metrics)
-                {
-                    daemon.metrics.close();
-                }
-                throw ex;
-            }
+            daemon.serve(AdoptedClients.NONE);
             header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
             daemon.heartbeat.start();
+            daemon.startHolder();
             LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.get(DIR),
                 Long.toHexString(header.epoch()), Sizes.format(memory.capacity()),
                 Sizes.hex(context.get(BASE_VIRTADDR)));
@@ -233,6 +257,69 @@ public final class MrdDaemon implements AutoCloseable
             cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
             throw ex;
         }
+    }
+
+    /**
+     * Starts the metrics endpoint (with {@code --metrics}) and the socket server; undoes the first when the second
+     * fails.
+     */
+    void serve(final AdoptedClients adopted)
+    {
+        if (context.get(METRICS).isPresent())
+        {
+            metrics = MetricsEndpoint.start(context.get(METRICS).get(), controlFile);
+            LOG.info("metrics on http://{}:{}/metrics", context.get(METRICS).get().getHostString(), metrics.port());
+        }
+        try
+        {
+            server = MrdServer.start(context, runDirectory, controlFile, engine, registrar, counters, errorLog,
+                this::requestStop, adopted);
+        }
+        catch (final RuntimeException ex)
+        {
+            if (null != metrics)
+            {
+                metrics.close();
+            }
+            throw ex;
+        }
+    }
+
+    /** Starts the heartbeat: a successor's, whose control file is published already. */
+    void startHeartbeat()
+    {
+        heartbeat.start();
+    }
+
+    /**
+     * Starts this daemon's descriptor holder (docs/adoption.md), unless {@code --adoption-grace} is 0.
+     */
+    private void startHolder()
+    {
+        if (context.get(ADOPTION_GRACE) > 0)
+        {
+            holder.start(runDirectory.dir(), context.get(ADOPTION_GRACE), controlFile.header().epoch(),
+                this::heldDescriptors);
+        }
+    }
+
+    /** A successor keeps its predecessor's holder, which now stands for it. */
+    void keepHolder(final HolderLink link)
+    {
+        holder.keep(link);
+    }
+
+    /**
+     * @return what a holder keeps for a successor: the device's command file and the lists' files.
+     */
+    HolderLink.Descriptors heldDescriptors()
+    {
+        final int[] lists = new int[memory.listCount()];
+        for (int i = 0; i < lists.length; i++)
+        {
+            lists[i] = memory.list(i).backingFd();
+        }
+        return new HolderLink.Descriptors(registrar.sharedDevice().map(SharedDevice::commandFd).orElse(-1), lists);
     }
 
     private static void cleanupFailedStart(
@@ -279,7 +366,7 @@ public final class MrdDaemon implements AutoCloseable
      * Keeps the journal a previous daemon left (renamed, for {@code mrd events --previous}), then opens this one's
      * unless {@code --journal-size} is 0.
      */
-    private static EventJournal openJournal(final DaemonContext context, final RunDirectory runDirectory,
+    static EventJournal openJournal(final DaemonContext context, final RunDirectory runDirectory,
         final long epoch)
     {
         if (MappedEventJournal.keepPrevious(runDirectory.dir()))
@@ -436,6 +523,8 @@ public final class MrdDaemon implements AutoCloseable
             registrar.close();
             counters.set(MrdCounter.BYTES_ALLOCATED, 0);
             memory.close();
+            // A clean stop releases everything: the holder has nothing left to keep.
+            holder.release();
             journal.daemonStopped(controlFile.header().epoch(), controlFile.header().pid());
             journal.close();
             controlFile.close();

@@ -41,7 +41,7 @@ final class AddressSpace
     private final long externalBase;
     private final long externalLength;
     private final int[] listFds;
-    private final DaemonConnection connection;
+    private final DaemonLink connection;
     private final DaemonWatch watch;
     /** Address → length of every live allocation of this client. */
     private final ConcurrentHashMap<Long, Long> allocations = new ConcurrentHashMap<>();
@@ -49,7 +49,7 @@ final class AddressSpace
     AddressSpace(
         final ControlFile controlFile,
         final List<MemorySegment> reservations,
-        final DaemonConnection connection,
+        final DaemonLink connection,
         final DaemonWatch watch)
     {
         this.controlFile = controlFile;

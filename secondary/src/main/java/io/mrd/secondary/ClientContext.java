@@ -22,7 +22,9 @@ import java.util.Map;
  *       {@code MRD_REPLY_SPIN_NS}, else {@value #DEFAULT_REPLY_SPIN_NS}, at most {@value #MAX_REPLY_SPIN_NS};</li>
  *   <li>{@code ibverbsLibrary} (the libibverbs {@link MrdClient#verbs()} imports the daemon's device with; the
  *       daemon's, real or emulated): {@code MRD_IBVERBS_LIBRARY}, else {@value #DEFAULT_IBVERBS_LIBRARY};</li>
- *   <li>{@code daemonEventListener} (told when the daemon is lost): set here only, else
+ *   <li>{@code adoptionWaitMs} (how long the client rides through a dead daemon's gap, waiting for a successor
+ *       to adopt it; docs/adoption.md): {@code MRD_ADOPTION_WAIT_MS}, else 0: the loss at once, as before;</li>
+ *   <li>{@code daemonEventListener} (told when the daemon is lost, away or adopted): set here only, else
  *       {@link DaemonEventListener#NONE}.</li>
  * </ul>
  * A value set here wins over the environment. Durations are positive milliseconds.
@@ -49,6 +51,7 @@ public final class ClientContext
     public static final String MRD_WATCHDOG_INTERVAL_MS = "MRD_WATCHDOG_INTERVAL_MS";
     public static final String MRD_IBVERBS_LIBRARY = "MRD_IBVERBS_LIBRARY";
     public static final String MRD_REPLY_SPIN_NS = "MRD_REPLY_SPIN_NS";
+    public static final String MRD_ADOPTION_WAIT_MS = "MRD_ADOPTION_WAIT_MS";
 
     /** A duration nobody set: {@link #conclude()} fills it from the environment or the default. */
     private static final long UNSET = 0;
@@ -64,6 +67,8 @@ public final class ClientContext
     private String ibverbsLibrary;
     private Map<String, String> environment;
     private DaemonEventListener daemonEventListener = DaemonEventListener.NONE;
+    /** -1: nobody set it. */
+    private long adoptionWaitMs = -1;
     private boolean concluded;
 
     /** @param dir the daemon's run directory. */
@@ -142,6 +147,25 @@ public final class ClientContext
         return replySpinNs;
     }
 
+    /**
+     * @param value how long, once its daemon ({@code --provider ibverbs}) has died, the client goes on in the gap
+     *              (docs/adoption.md): lookups and keys of memory it holds go on, RDMA on them goes on (the client
+     *              holds the device's context itself, imported at attach), requests wait for a successor that
+     *              adopts the daemon's state, and the client then resumes with its id, memory and caches. Past it,
+     *              the loss rule ({@link DaemonLiveness}). 0, the default: the loss at once. With
+     *              {@code --provider soft} there is no gap (the pins died with the daemon), nor after a clean stop.
+     */
+    public ClientContext adoptionWaitMs(final long value)
+    {
+        this.adoptionWaitMs = value;
+        return this;
+    }
+
+    public long adoptionWaitMs()
+    {
+        return adoptionWaitMs;
+    }
+
     /** @param library a path or soname of libibverbs (the daemon's {@code MRD_IBVERBS_LIBRARY}). */
     public ClientContext ibverbsLibrary(final String library)
     {
@@ -198,6 +222,7 @@ public final class ClientContext
         watchdogIntervalMs = positive("watchdog interval", watchdogIntervalMs, env, MRD_WATCHDOG_INTERVAL_MS,
             DEFAULT_WATCHDOG_INTERVAL_MS);
         replySpinNs = replySpin(replySpinNs, env);
+        adoptionWaitMs = adoptionWait(adoptionWaitMs, env);
         if (null == ibverbsLibrary || ibverbsLibrary.isBlank())
         {
             final String fromEnv = env.get(MRD_IBVERBS_LIBRARY);
@@ -210,6 +235,37 @@ public final class ClientContext
         }
         concluded = true;
         return this;
+    }
+
+    private static long adoptionWait(final long value, final Map<String, String> env)
+    {
+        if (value >= 0)
+        {
+            return value;
+        }
+        if (value != -1)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "adoption wait " + value + " ms must be 0 or more");
+        }
+        final String text = env.get(MRD_ADOPTION_WAIT_MS);
+        if (null == text || text.isBlank())
+        {
+            return 0;
+        }
+        try
+        {
+            final long parsed = Long.parseLong(text.trim());
+            if (parsed < 0)
+            {
+                throw new NumberFormatException();
+            }
+            return parsed;
+        }
+        catch (final NumberFormatException ex)
+        {
+            throw new MrdException(ErrorCode.EINVAL, MRD_ADOPTION_WAIT_MS + "='" + text + "' is not 0 or a number " +
+                "of milliseconds");
+        }
     }
 
     private static long positive(
@@ -283,7 +339,7 @@ public final class ClientContext
     {
         return "ClientContext{dir=" + dir + ", name=" + name + ", requestTimeoutMs=" + requestTimeoutMs +
             ", attachTimeoutMs=" + attachTimeoutMs + ", watchdogIntervalMs=" + watchdogIntervalMs + ", replySpinNs=" +
-            replySpinNs + ", ibverbsLibrary=" + ibverbsLibrary +
+            replySpinNs + ", ibverbsLibrary=" + ibverbsLibrary + ", adoptionWaitMs=" + adoptionWaitMs +
             (daemonEventListener == DaemonEventListener.NONE ? "" : ", daemonEventListener=" + daemonEventListener) +
             "}";
     }

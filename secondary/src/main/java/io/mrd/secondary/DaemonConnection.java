@@ -145,7 +145,18 @@ public final class DaemonConnection implements AutoCloseable
      */
     public Message.Welcome hello(final String name)
     {
-        final Message.Reply reply = call(new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, name));
+        return hello(name, 0);
+    }
+
+    /**
+     * Says HELLO, resuming as client {@code resumeClientId} of the daemon a successor adopted (0: a new client).
+     *
+     * @return the daemon's WELCOME.
+     * @throws MrdException the daemon's status when it refused, EPROTO when it answered something else.
+     */
+    public Message.Welcome hello(final String name, final int resumeClientId)
+    {
+        final Message.Reply reply = call(new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, name, resumeClientId));
         if (!(reply instanceof Message.Welcome welcome))
         {
             throw new MrdException(ErrorCode.EPROTO, "the daemon answered HELLO with " + reply);

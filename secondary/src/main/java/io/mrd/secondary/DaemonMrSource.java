@@ -18,10 +18,10 @@ final class DaemonMrSource implements MrSource
     private final DaemonWatch watch;
     private final long devGenAddress;
     private final GlobalCacheReader reader;
-    private final DaemonConnection connection;
+    private final DaemonLink connection;
 
     DaemonMrSource(
-        final DaemonWatch watch, final GlobalCacheReader reader, final DaemonConnection connection)
+        final DaemonWatch watch, final GlobalCacheReader reader, final DaemonLink connection)
     {
         this.watch = watch;
         this.devGenAddress = reader.controlFile().buffer().addressOffset() + HeaderDescriptor.DEV_GEN_OFFSET;

@@ -35,6 +35,14 @@ import java.util.function.Consumer;
  * trips the one {@link LivenessLatch}, which stores the reason before it invalidates every cache
  * {@link #track} gave it.
  * <p>
+ * <b>The gap.</b> With {@link ClientContext#adoptionWaitMs} above 0, a daemon that dies ({@code --provider
+ * ibverbs}, not a clean stop) leaves the client in a gap instead of lost (docs/adoption.md): the latch does not
+ * trip, so lookups and keys of memory the client holds go on, and so does RDMA on them (the client holds the
+ * device's context itself, imported at attach, and with it the MRs' pins: a key is given out only while what
+ * pins its memory is alive); requests wait ({@link #awaitGapEnd()}). The watchdog looks for a successor whose
+ * header names this client's epoch as the one it adopted, and resumes the client with it ({@link Resumer}); past
+ * the wait, or when the directory starts afresh, the client is lost as it would have been at once.
+ * <p>
  * In the daemon's own process (tests) the control file's identity is not checked: the daemon may replace it.
  */
 final class DaemonWatch
@@ -44,8 +52,9 @@ final class DaemonWatch
     private final ClientContext context;
     private final ControlFile controlFile;
     private final ControlHeader header;
-    private final long epoch;
-    private final long daemonPid;
+    /** The serving daemon's: changed when a successor adopts the client. */
+    private volatile long epoch;
+    private volatile long daemonPid;
     private final Object controlFileKey;
     private final boolean inProcess;
     private final LivenessLatch latch = new LivenessLatch();
@@ -54,6 +63,27 @@ final class DaemonWatch
     private volatile Consumer<MrdException> onBroken = reason -> { };
     private volatile boolean stopped;
     private volatile String lastDaemonError;
+    private volatile Resumer resumer;
+    /** Guards the gap's state; waited on by requests in the gap. */
+    private final Object gap = new Object();
+    /** Guarded by {@link #gap}: when the client noticed its daemon's death, 0 when not in a gap. */
+    private long gapSinceMs;
+    /** Guarded by {@link #gap}. */
+    private String gapReason;
+
+    /**
+     * What resumes the client with a successor: connects to it, says HELLO with the client's id and makes the new
+     * connection the one requests go to ({@link DaemonLink#replace}).
+     */
+    @FunctionalInterface
+    interface Resumer
+    {
+        /**
+         * @throws MrdException ECONNREFUSED or ENOENT while the successor does not listen yet (tried again); the
+         *                      successor's refusal otherwise (the client is then lost).
+         */
+        void resume();
+    }
 
     /**
      * Takes the daemon's identity now: its epoch, pid and control file.
@@ -107,6 +137,50 @@ final class DaemonWatch
     }
 
     /**
+     * Lets the client ride through a gap: set once the client holds what keeps its keys' memory pinned (the
+     * device's context). Without one, a dead daemon is lost at once.
+     */
+    void allowGap(final Resumer resumer)
+    {
+        this.resumer = resumer;
+    }
+
+    /**
+     * Waits, with no lock of the client's held, while the client is in a gap: until a successor resumed it or the
+     * wait is over.
+     *
+     * @throws DaemonDeadException once the client is lost (also when it was before the call).
+     */
+    void awaitGapEnd()
+    {
+        synchronized (gap)
+        {
+            while (0 != gapSinceMs)
+            {
+                try
+                {
+                    gap.wait(context.watchdogIntervalMs());
+                }
+                catch (final InterruptedException ex)
+                {
+                    Thread.currentThread().interrupt();
+                    throw new MrdException(ErrorCode.EINTR, "interrupted waiting for a successor of " + daemon());
+                }
+            }
+        }
+        requireAliveAsLastSeen();
+    }
+
+    /** @return true while the client is in a gap (its daemon died, no successor resumed it yet). */
+    boolean inGap()
+    {
+        synchronized (gap)
+        {
+            return 0 != gapSinceMs;
+        }
+    }
+
+    /**
      * Starts the watchdog thread, which looks every {@link ClientContext#watchdogIntervalMs()}.
      *
      * @param onBroken told the reason once the client is broken by a look of this watch (not by
@@ -151,12 +225,12 @@ final class DaemonWatch
      */
     void requireAliveNow()
     {
-        requireAliveAsLastSeen();
+        awaitGapEnd();
         final String death = deathReason();
         if (null != death)
         {
             markDead(death);
-            requireAliveAsLastSeen();
+            awaitGapEnd();
         }
     }
 
@@ -189,7 +263,13 @@ final class DaemonWatch
     MrdException lost(final String how)
     {
         final String death = deathReason();
-        trip(dead(null != death ? death : how));
+        final String reason = null != death ? death : how;
+        if (enterGap(reason))
+        {
+            return new DaemonDeadException(daemon() + " " + reason + " with this request in flight: its outcome is " +
+                "unknown (the client waits up to " + context.adoptionWaitMs() + " ms for a successor)");
+        }
+        trip(dead(reason));
         return latch.broken();
     }
 
@@ -203,6 +283,11 @@ final class DaemonWatch
         latch.trip(new MrdException(ErrorCode.EBADF, "this client of the daemon in " + context.dir() +
             " is closed: attach again"));
         stopped = true;
+        synchronized (gap)
+        {
+            gapSinceMs = 0;
+            gap.notifyAll();
+        }
         if (null != watchdog)
         {
             LockSupport.unpark(watchdog);
@@ -245,7 +330,7 @@ final class DaemonWatch
      */
     private void markDead(final String reason)
     {
-        if (null != latch.broken())
+        if (null != latch.broken() || enterGap(reason))
         {
             return;
         }
@@ -277,17 +362,32 @@ final class DaemonWatch
      */
     private void tell(final DaemonDeadException dead)
     {
+        final long noticedAtMs = System.currentTimeMillis();
+        tellListener(listener -> listener.onDaemonLost(dead, noticedAtMs));
+    }
+
+    private void tellAway(final String reason, final long noticedAtMs)
+    {
+        tellListener(listener -> listener.onDaemonAway(reason, noticedAtMs));
+    }
+
+    private void tellAdopted(final long successorEpoch, final long gapMs)
+    {
+        tellListener(listener -> listener.onDaemonAdopted(successorEpoch, gapMs));
+    }
+
+    private void tellListener(final Consumer<DaemonEventListener> event)
+    {
         final DaemonEventListener listener = context.daemonEventListener();
         if (listener == DaemonEventListener.NONE)
         {
             return;
         }
-        final long noticedAtMs = System.currentTimeMillis();
         Thread.ofPlatform().name("mrd-daemon-events").daemon(true).start(() ->
         {
             try
             {
-                listener.onDaemonLost(dead, noticedAtMs);
+                event.accept(listener);
             }
             catch (final RuntimeException ex)
             {
@@ -306,11 +406,120 @@ final class DaemonWatch
             {
                 return;
             }
+            if (inGap())
+            {
+                lookForSuccessor();
+                continue;
+            }
             final String death = deathReason();
             if (null != death)
             {
                 markDead(death);
             }
+        }
+    }
+
+    /**
+     * Enters the gap, when the client may ride through one: a wait was asked for, the client holds its keys'
+     * pins ({@link #allowGap}), the daemon registered with a device ({@code ibverbs}: with {@code soft} the pins
+     * died with it) and did not stop cleanly (a clean stop deregistered everything).
+     *
+     * @return true when the client is in the gap now (entered here or before).
+     */
+    private boolean enterGap(final String reason)
+    {
+        if (context.adoptionWaitMs() == 0 || null == resumer || stopped || null != latch.broken() ||
+            !"ibverbs".equals(header.providerName()) || Heartbeat.lookNow(header).isClosed())
+        {
+            return false;
+        }
+        final long now = System.currentTimeMillis();
+        synchronized (gap)
+        {
+            if (0 != gapSinceMs)
+            {
+                return true;
+            }
+            gapSinceMs = now;
+            gapReason = reason;
+        }
+        LOG.warn("{} {}: keys and RDMA go on, requests wait up to {} ms for a successor to adopt its state",
+            daemon(), reason, context.adoptionWaitMs());
+        tellAway(reason, now);
+        return true;
+    }
+
+    /**
+     * In the gap: a successor that adopted this client's daemon resumes the client; past the wait, or when the
+     * directory started afresh, the client is lost.
+     */
+    private void lookForSuccessor()
+    {
+        final long since;
+        final String reason;
+        synchronized (gap)
+        {
+            since = gapSinceMs;
+            reason = gapReason;
+        }
+        final long now = System.currentTimeMillis();
+        if (now - since > context.adoptionWaitMs())
+        {
+            endGap(reason + "; no successor adopted its state within " + context.adoptionWaitMs() + " ms");
+            return;
+        }
+        if (!inProcess && !Objects.equals(fileKey(controlFile.path()), controlFileKey))
+        {
+            endGap(reason + "; a daemon started afresh in its directory");
+            return;
+        }
+        if (header.epoch() == epoch || null != Heartbeat.lookNow(header).reason())
+        {
+            return;
+        }
+        if (header.adoptedEpoch() != epoch)
+        {
+            endGap(reason + "; epoch " + Sizes.hex(header.epoch()) + " did not adopt it");
+            return;
+        }
+        try
+        {
+            final long successorEpoch = header.epoch();
+            final long successorPid = header.pid();
+            resumer.resume();
+            epoch = successorEpoch;
+            daemonPid = successorPid;
+        }
+        catch (final MrdException ex)
+        {
+            if (ex.code() == ErrorCode.ECONNREFUSED || ex.code() == ErrorCode.ENOENT)
+            {
+                return;
+            }
+            endGap(reason + "; its successor did not resume this client: " + ex.oneLine());
+            return;
+        }
+        synchronized (gap)
+        {
+            gapSinceMs = 0;
+            gap.notifyAll();
+        }
+        final long gapMs = System.currentTimeMillis() - since;
+        LOG.info("resumed with {}, which adopted its predecessor's state, after {} ms without a daemon", daemon(),
+            gapMs);
+        tellAdopted(epoch, gapMs);
+    }
+
+    /** The gap ends in the loss: the latch trips, then the requests waiting are let go (and throw). */
+    private void endGap(final String reason)
+    {
+        final DaemonDeadException dead = dead(reason);
+        onBroken.accept(dead);
+        trip(dead);
+        synchronized (gap)
+        {
+            gapSinceMs = 0;
+            gap.notifyAll();
         }
     }
 

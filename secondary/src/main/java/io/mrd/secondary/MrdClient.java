@@ -69,7 +69,7 @@ public final class MrdClient implements AutoCloseable
     private final ClientContext context;
     private final ControlFile controlFile;
     private final DaemonWatch watch;
-    private final DaemonConnection connection;
+    private final DaemonLink connection;
     private final AddressSpace space;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Object verbsLock = new Object();
@@ -86,7 +86,17 @@ public final class MrdClient implements AutoCloseable
         this.context = context;
         this.controlFile = controlFile;
         this.watch = watch;
-        this.connection = DaemonConnection.open(socket, watch.daemon(), context.dir(), context.requestTimeoutMs(),
+        this.connection = new DaemonLink(open(socket), watch);
+        this.space = new AddressSpace(controlFile, reservations, connection, watch);
+    }
+
+    /**
+     * @return a connection to the daemon on {@code socket} that tells the watch of the daemon's errors and of its
+     * end.
+     */
+    private DaemonConnection open(final UnixSocket socket)
+    {
+        return DaemonConnection.open(socket, watch.daemon(), context.dir(), context.requestTimeoutMs(),
             context.replySpinNs(),
             new DaemonConnection.Listener()
             {
@@ -104,7 +114,6 @@ public final class MrdClient implements AutoCloseable
                     return watch.lost(how);
                 }
             });
-        this.space = new AddressSpace(controlFile, reservations, connection, watch);
     }
 
     /**
@@ -148,6 +157,7 @@ public final class MrdClient implements AutoCloseable
             socket = connect(context, watch, deadline);
             client = new MrdClient(context, controlFile, watch, reservations, socket);
             client.hello();
+            client.rideThroughGaps();
             watch.start(client.connection::fail);
             LOG.debug("attached to {} as client {} ({})", watch.daemon(), client.clientId, context);
             return client;
@@ -226,9 +236,49 @@ public final class MrdClient implements AutoCloseable
         }
     }
 
+    /**
+     * With {@link ClientContext#adoptionWaitMs} above 0 and a daemon on a device: imports the device now, so that
+     * this process holds the context that pins its keys' memory, and lets the watch ride through a gap.
+     */
+    private void rideThroughGaps()
+    {
+        if (context.adoptionWaitMs() > 0 && "ibverbs".equals(controlFile.header().providerName()) &&
+            !watch.inProcess())
+        {
+            verbs();
+            watch.allowGap(this::resume);
+        }
+    }
+
+    /**
+     * Resumes with the successor that adopted this client's daemon: a new connection, HELLO with this client's
+     * id; what the client holds is its own again there.
+     */
+    private void resume()
+    {
+        final UnixSocket socket = UnixSocket.connect(context.dir().resolve(RunDirectoryPath.SOCKET_FILE));
+        final DaemonConnection next = open(socket);
+        try
+        {
+            final Message.Welcome welcome = next.hello(context.name(), clientId);
+            if (welcome.clientId() != clientId)
+            {
+                throw new MrdException(ErrorCode.EPROTO, "the successor welcomed client " + clientId + " back as " +
+                    welcome.clientId());
+            }
+            connection.replace(next, new DaemonDeadException("the connection to the dead " + watch.daemon() +
+                " is closed: the client resumed with its successor"));
+        }
+        catch (final RuntimeException ex)
+        {
+            next.close();
+            throw ex;
+        }
+    }
+
     private void hello()
     {
-        final Message.Welcome welcome = connection.hello(context.name());
+        final Message.Welcome welcome = connection.current().hello(context.name());
         if (welcome.layoutVersion() != HeaderDescriptor.LAYOUT_VERSION)
         {
             throw new MrdException(ErrorCode.EPROTO, "the daemon in " + dir() + " uses control-file layout version " +

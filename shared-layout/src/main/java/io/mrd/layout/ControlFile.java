@@ -94,6 +94,22 @@ public final class ControlFile implements AutoCloseable
      */
     public static ControlFile openReadOnly(final Path path)
     {
+        return open(path, false);
+    }
+
+    /**
+     * Maps an existing control file read-write, as {@link #openReadOnly} checks it: what a successor daemon does
+     * with its predecessor's file, which the secondaries keep mapping meanwhile.
+     *
+     * @throws MrdException as {@link #openReadOnly}.
+     */
+    public static ControlFile openReadWrite(final Path path)
+    {
+        return open(path, true);
+    }
+
+    private static ControlFile open(final Path path, final boolean writable)
+    {
         final long length = regularFileLength(path);
         if (length < HeaderDescriptor.HEADER_LENGTH)
         {
@@ -109,7 +125,7 @@ public final class ControlFile implements AutoCloseable
         final int fd;
         try
         {
-            fd = Posix.open(path.toString(), Posix.O_RDONLY | Posix.O_CLOEXEC, 0);
+            fd = Posix.open(path.toString(), (writable ? Posix.O_RDWR : Posix.O_RDONLY) | Posix.O_CLOEXEC, 0);
         }
         catch (final MrdException ex)
         {
@@ -118,7 +134,8 @@ public final class ControlFile implements AutoCloseable
         final MemorySegment mapping;
         try
         {
-            mapping = Posix.map(length, Posix.PROT_READ, Posix.MAP_SHARED, fd, 0);
+            mapping = Posix.map(length, writable ? Posix.PROT_READ | Posix.PROT_WRITE : Posix.PROT_READ,
+                Posix.MAP_SHARED, fd, 0);
         }
         catch (final MrdException ex)
         {

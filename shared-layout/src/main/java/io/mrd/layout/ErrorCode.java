@@ -37,10 +37,12 @@ public enum ErrorCode
     EPROTO(71, "Protocol error"),
     EMSGSIZE(90, "Message too long"),
     EOPNOTSUPP(95, "Operation not supported"),
+    ECONNABORTED(103, "Software caused connection abort"),
     ECONNRESET(104, "Connection reset by peer"),
     ETIMEDOUT(110, "Connection timed out"),
     ECONNREFUSED(111, "Connection refused"),
     ESTALE(116, "Stale file handle"),
+    ECANCELED(125, "Operation canceled"),
     /** Not an errno: a code outside this table. */
     EUNKNOWN(-1, "Unknown error");
 

@@ -14,6 +14,8 @@ import java.util.Map;
  *   DIR/mrd.lock   flock held for the daemon's lifetime; left in place on exit {@link #LOCK_FILE}
  *   DIR/mrd.log    daemon log when started in the background                   {@link #LOG_FILE}
  *   DIR/mem/       backing files of the memory-segment lists on tmpfs          {@link #MEM_DIR}
+ *   DIR/mrd-hold.sock  the descriptor holder's socket, mode 0600               {@link #HOLD_SOCKET_FILE}
+ *   DIR/mrd-hold.log   the descriptor holder's log                             {@link #HOLD_LOG_FILE}
  * </pre>
  */
 public final class RunDirectoryPath
@@ -30,6 +32,13 @@ public final class RunDirectoryPath
     public static final String LOCK_FILE = "mrd.lock";
     /** The daemon's output when {@code mrd start} runs it in the background. */
     public static final String LOG_FILE = "mrd.log";
+    /**
+     * The socket of the process that keeps the device's command file and the lists' files for a successor
+     * (docs/adoption.md); only the daemon's uid may connect.
+     */
+    public static final String HOLD_SOCKET_FILE = "mrd-hold.sock";
+    /** The holder's output. */
+    public static final String HOLD_LOG_FILE = "mrd-hold.log";
     /** The backing files of the memory-segment lists that are not on hugetlbfs. */
     public static final String MEM_DIR = "mem";
 

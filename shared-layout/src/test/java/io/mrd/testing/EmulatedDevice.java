@@ -98,7 +98,7 @@ public final class EmulatedDevice
      */
     public static List<Path> testPrograms()
     {
-        return List.of(testProgram("mrdemu_test"), testProgram("surface_test"));
+        return List.of(testProgram("mrdemu_test"), testProgram("surface_test"), testProgram("lineage_test"));
     }
 
     private static synchronized Path testProgram(final String name)

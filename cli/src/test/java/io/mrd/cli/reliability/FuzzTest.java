@@ -82,6 +82,7 @@ final class FuzzTest
         try (LiveDaemon daemon = daemons.start("fuzz", "--max-memory", "256MiB", "--list-size", "64MiB"))
         {
             warmUp(daemon);
+            daemon.awaitHolder();
             final long baseFds = daemon.fdCount();
             final long baseRss = daemon.rssKib();
             final long baseProtocolErrors = daemon.counter(MrdCounter.PROTOCOL_ERRORS);
@@ -422,6 +423,7 @@ final class FuzzTest
         {
             Posix.ftruncate(memfd, SEGMENT);
             warmUp(daemon);
+            daemon.awaitHolder();
             final long baseFds = daemon.fdCount();
             final long protocolErrors = daemon.counter(MrdCounter.PROTOCOL_ERRORS);
             final byte[] hello = RawConnection.encode(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "stray"));
@@ -522,6 +524,7 @@ final class FuzzTest
             "1GiB", "--list-size", "256MiB", "--max-clients", "1024"))
         {
             warmUp(daemon);
+            daemon.awaitHolder();
             final long baseFds = daemon.fdCount();
             final long baseRss = daemon.rssKib();
             final byte[] hello = RawConnection.encode(1, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "drop"));

@@ -94,6 +94,7 @@ final class SoakTest
             // request paths and opened what it keeps open.
             final List<String> warmUp = runWorkers(daemon, 1, 1, 3, seed - 1);
             awaitQuiet(daemon, "the warm-up worker's");
+            daemon.awaitHolder();
             final long baseFds = daemon.fdCount();
             final long baseRss = daemon.rssKib();
             final long baseMrs = daemon.counter(MrdCounter.MRS_CREATED);

@@ -23,6 +23,9 @@ import java.util.Optional;
  *                        {@link HugePages#findMountWithFreePages}); empty means tmpfs under {@code memDir}.
  * @param control         the control file, read-write.
  * @param layout          the control file's layout, giving each list's record offset.
+ * @param adoptedListFds  null to create the lists afresh; else, by list index, the backing file of each list a
+ *                        predecessor left (taken from the descriptor holder, its lock held), which the lists adopt
+ *                        with the allocations the control file records.
  */
 public record MemoryConfig(
     long baseVirtaddr,
@@ -32,8 +35,35 @@ public record MemoryConfig(
     Path memDir,
     Optional<Path> hugeDir,
     MutableDirectBuffer control,
-    ControlFileLayout layout)
+    ControlFileLayout layout,
+    int[] adoptedListFds)
 {
+    /** Lists created afresh. */
+    public MemoryConfig(
+        final long baseVirtaddr,
+        final long segmentSize,
+        final int listCount,
+        final int segmentsPerList,
+        final Path memDir,
+        final Optional<Path> hugeDir,
+        final MutableDirectBuffer control,
+        final ControlFileLayout layout)
+    {
+        this(baseVirtaddr, segmentSize, listCount, segmentsPerList, memDir, hugeDir, control, layout, null);
+    }
+
+    /** @return whether the lists are a predecessor's, adopted. */
+    public boolean adopted()
+    {
+        return null != adoptedListFds;
+    }
+
+    /** @return the adopted backing file of list {@code index}, or -1 when creating afresh. */
+    int adoptedListFd(final int index)
+    {
+        return null == adoptedListFds ? -1 : adoptedListFds[index];
+    }
+
     /**
      * Checks the references; the numbers are checked by {@link #validate}, once the backing page size is known.
      */
@@ -43,6 +73,11 @@ public record MemoryConfig(
         Objects.requireNonNull(hugeDir, "hugeDir");
         Objects.requireNonNull(control, "control");
         Objects.requireNonNull(layout, "layout");
+        if (null != adoptedListFds && adoptedListFds.length != listCount)
+        {
+            throw new MrdException(ErrorCode.EINVAL, adoptedListFds.length + " adopted list files for " + listCount +
+                " lists: the predecessor had another --max-memory");
+        }
     }
 
     /**
@@ -86,7 +121,7 @@ public record MemoryConfig(
             throw new MrdException(ErrorCode.EINVAL, "--base-virtaddr " + Sizes.hex(baseVirtaddr) +
                 " must be a positive multiple of the segment size " + Sizes.format(segmentSize));
         }
-        final long stride = MemoryManager.listStride(segmentsPerList, segmentSize);
+        final long stride = ListPlacement.stride(segmentsPerList, segmentSize);
         final double end = baseVirtaddr + (double)listCount * stride;
         if (end > MemoryManager.USER_VA_END)
         {

@@ -22,8 +22,11 @@ import static io.mrd.layout.MemsegListDescriptor.OWNER_DAEMON;
  * contiguous runs of segments for clients, and the contiguity queries the MR engine builds MRs from
  * (DPDK's {@code rte_memseg_contig_walk}).
  * <p>
- * Lists are placed twice their own length apart, and the gap is left unreserved: two lists are then never
- * virtually contiguous, so a chunk (and the MR made from it) never spans two backing files.
+ * Lists are placed twice their own length apart ({@link ListPlacement}): a chunk never spans two backing files.
+ * <p>
+ * A successor daemon adopts its predecessor's lists ({@link MemoryConfig#adoptedListFds()}): the same files,
+ * whose descriptors the descriptor holder kept, mapped at the same addresses, their allocations read back from
+ * the control file's list records; nothing is truncated.
  * <p>
  * <b>Locking.</b> One {@link ReentrantReadWriteLock}, the memory lock, plays the part of DPDK's memory
  * hotplug lock, and only this class takes it: {@link #allocate}, {@link #free} and {@link #freeAllOwnedBy}
@@ -55,12 +58,10 @@ public final class MemoryManager implements AutoCloseable
      * number that has been closed and reused.
      */
     private final ReentrantReadWriteLock lifecycleLock = new ReentrantReadWriteLock();
-    private final long baseVirtaddr;
+    private final ListPlacement placement;
     private final long segmentSize;
     private final int segmentShift;
-    private final int segmentsPerList;
     private final long listLength;
-    private final long listStride;
     private final long capacity;
     private final Optional<Path> hugeDir;
     private final BackingFiles backing;
@@ -80,28 +81,28 @@ public final class MemoryManager implements AutoCloseable
     public MemoryManager(final MemoryConfig config)
     {
         this.segmentSize = config.segmentSize();
-        this.segmentsPerList = config.segmentsPerList();
-        this.baseVirtaddr = config.baseVirtaddr();
+        this.placement = new ListPlacement(config.baseVirtaddr(), segmentSize, config.segmentsPerList(),
+            config.listCount());
         this.hugeDir = config.hugeDir();
         this.backing = new BackingFiles(hugeDir, config.memDir());
         final long pageSize = backing.pageSize();
         config.validate(pageSize);
 
         this.segmentShift = Long.numberOfTrailingZeros(segmentSize);
-        this.listLength = segmentsPerList * segmentSize;
-        this.listStride = listStride(segmentsPerList, segmentSize);
+        this.listLength = placement.listLength();
         this.capacity = config.capacity();
         this.lists = new MemsegList[config.listCount()];
-        this.holds = new SegmentHolds(config.listCount(), segmentsPerList);
+        this.holds = new SegmentHolds(config.listCount(), config.segmentsPerList());
 
         backing.prepare();
         try
         {
             for (int i = 0; i < lists.length; i++)
             {
-                lists[i] = new MemsegList(i, baseVirtaddr + i * listStride, segmentSize, segmentsPerList,
-                    backing.path(i), backing.isHugetlbfs(), pageSize, config.control(),
-                    config.layout().memsegListOffset(i));
+                lists[i] = new MemsegList(i, placement.listBase(i), segmentSize, config.segmentsPerList(),
+                    backing.path(i), backing.isHugetlbfs(), pageSize,
+                    config.control(), config.layout().memsegListOffset(i), config.adoptedListFd(i));
+                allocatedBytes += (long)lists[i].allocatedSegments() << segmentShift;
             }
         }
         catch (final RuntimeException ex)
@@ -120,12 +121,11 @@ public final class MemoryManager implements AutoCloseable
     /**
      * @param segmentsPerList segments in each list.
      * @param segmentSize     bytes per segment.
-     * @return the distance between the base addresses of two neighbouring lists: twice a list's length, so
-     * that lists are never virtually contiguous.
+     * @return the distance between the base addresses of two neighbouring lists ({@link ListPlacement}).
      */
     public static long listStride(final int segmentsPerList, final long segmentSize)
     {
-        return 2L * segmentsPerList * segmentSize;
+        return ListPlacement.stride(segmentsPerList, segmentSize);
     }
 
     /** Registers a listener for memory free events (DPDK's {@code rte_mem_event_callback_register}). */
@@ -230,9 +230,9 @@ public final class MemoryManager implements AutoCloseable
                 if (null == list)
                 {
                     throw new MrdException(ErrorCode.ENXIO, "cannot free " + Sizes.hex(address) +
-                        ": the address is outside managed memory (" + describeRanges() + ")");
+                        ": the address is outside managed memory (" + placement + ")");
                 }
-                list.checkFreeable(address, length, owner);
+                FreeRefusal.check(list, address, length, owner);
                 run = new SegmentRun(list.index(), list.segmentIndex(address),
                     (int)((length + segmentSize - 1) >>> segmentShift));
                 if (!holds.anyHeld(run))
@@ -450,13 +450,8 @@ public final class MemoryManager implements AutoCloseable
      */
     public MemsegList listOf(final long address)
     {
-        final long offset = address - baseVirtaddr;
-        if (address < baseVirtaddr || offset >= lists.length * listStride)
-        {
-            return null;
-        }
-        final int index = (int)(offset / listStride);
-        return offset - index * listStride < listLength ? lists[index] : null;
+        final int index = placement.indexOf(address);
+        return index < 0 ? null : lists[index];
     }
 
     /** @return bytes in allocated segments (freed segments stop counting at {@link #free}). */
@@ -480,7 +475,7 @@ public final class MemoryManager implements AutoCloseable
     /** @return first address of list 0. */
     public long baseVirtaddr()
     {
-        return baseVirtaddr;
+        return placement.base();
     }
 
     /**
@@ -489,7 +484,7 @@ public final class MemoryManager implements AutoCloseable
      */
     public long endVirtaddr()
     {
-        return baseVirtaddr + (lists.length - 1) * listStride + listLength;
+        return placement.end();
     }
 
     /** @return the hugetlbfs directory the lists are backed from, or empty for tmpfs. */
@@ -530,8 +525,7 @@ public final class MemoryManager implements AutoCloseable
 
     public String toString()
     {
-        return "MemoryManager{" + lists.length + " lists of " + segmentsPerList + " x " + Sizes.format(segmentSize) +
-            " from " + Sizes.hex(baseVirtaddr) + " every " + Sizes.hex(listStride) + ", " +
+        return "MemoryManager{" + placement + ", " +
             hugeDir.map(d -> "hugetlbfs " + d).orElse("tmpfs") + ", allocated " + Sizes.format(allocatedBytes) +
             " of " + Sizes.format(capacity) + "}";
     }
@@ -554,12 +548,6 @@ public final class MemoryManager implements AutoCloseable
     private void notifyFree(final List<FreedRange> ranges)
     {
         listeners.forEach(listener -> listener.onFree(ranges));
-    }
-
-    private String describeRanges()
-    {
-        return lists.length + " lists of " + Sizes.format(listLength) + " from " + Sizes.hex(baseVirtaddr) +
-            " every " + Sizes.hex(listStride) + ", ending at " + Sizes.hex(endVirtaddr());
     }
 
     private static void checkOwner(final int owner)

@@ -68,8 +68,11 @@ public final class MemsegList
      * @param pageSize     page size of the backing file system.
      * @param control      the control file.
      * @param recordOffset offset of this list's record in {@code control}.
+     * @param adoptedFd    -1 to create the list afresh; else the backing file a predecessor left (its lock
+     *                     held): the list then keeps the file, its path and the allocations its record shows.
      * @throws MrdException EEXIST when the range is already mapped, EBUSY when another live daemon holds the
-     *                      backing file, or the failing call's errno.
+     *                      backing file, EINVAL when an adopted record is not of this geometry, or the failing
+     *                      call's errno.
      */
     MemsegList(
         final int index,
@@ -80,7 +83,8 @@ public final class MemsegList
         final boolean hugetlbfs,
         final long pageSize,
         final MutableDirectBuffer control,
-        final int recordOffset)
+        final int recordOffset,
+        final int adoptedFd)
     {
         this.index = index;
         this.baseVa = baseVa;
@@ -90,7 +94,8 @@ public final class MemsegList
         this.length = segmentCount * segmentSize;
         this.pageSize = pageSize;
         this.hugetlbfs = hugetlbfs;
-        this.backingPath = backingPath.toAbsolutePath();
+        record.wrap(control, recordOffset);
+        this.backingPath = adoptedFd < 0 ? backingPath.toAbsolutePath() : Path.of(record.backingPath());
         this.owner = new int[segmentCount];
         this.allocationFirst = new int[segmentCount];
         this.access = new int[segmentCount];
@@ -102,10 +107,14 @@ public final class MemsegList
                 MemsegListDescriptor.PATH_MAX_LENGTH + " bytes: choose a shorter --dir or --huge-dir");
         }
 
-        mapping = new MemsegListMapping(baseVa, length, this.backingPath, hugetlbfs);
+        if (adoptedFd >= 0)
+        {
+            mapping = adopt(adoptedFd);
+            return;
+        }
+        mapping = new MemsegListMapping(baseVa, length, this.backingPath, hugetlbfs, -1);
 
-        record.wrap(control, recordOffset)
-            .baseVa(baseVa)
+        record.baseVa(baseVa)
             .pageSize(pageSize)
             .segmentCount(segmentCount)
             .flags(hugetlbfs ? MemsegListDescriptor.FLAG_HUGETLBFS : 0)
@@ -115,6 +124,49 @@ public final class MemsegList
         {
             record.segment(i, OWNER_FREE, 0, 0);
         }
+    }
+
+    /**
+     * Reads back the allocations the record shows (a segment a free was releasing when the predecessor died shows
+     * its owner still, and is allocated again: its owner frees it once more, or it is reclaimed with the owner),
+     * then maps the file: whole on tmpfs, each allocation on hugetlbfs.
+     */
+    private MemsegListMapping adopt(final int fd)
+    {
+        final boolean recordedHuge = 0 != (record.flags() & MemsegListDescriptor.FLAG_HUGETLBFS);
+        if (record.baseVa() != baseVa || record.segmentCount() != segmentCount || recordedHuge != hugetlbfs)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "list " + index + " of the control file is " +
+                record.segmentCount() + " segments at " + Sizes.hex(record.baseVa()) + (recordedHuge ? " on hugetlbfs" :
+                " on tmpfs") + ", not " + segmentCount + " at " + Sizes.hex(baseVa) + ": not adoptable");
+        }
+        for (int i = 0; i < segmentCount; i++)
+        {
+            owner[i] = record.owner(i);
+            allocationFirst[i] = record.allocationFirst(i);
+            access[i] = record.access(i);
+            allocatedSegments += owner[i] > 0 ? 1 : 0;
+        }
+        final MemsegListMapping adopted = new MemsegListMapping(baseVa, length, backingPath, hugetlbfs, fd);
+        for (int i = 0; i < segmentCount; )
+        {
+            int end = i;
+            while (end < segmentCount && owner[end] > 0 && allocationFirst[end] == allocationFirst[i])
+            {
+                end++;
+            }
+            if (end > i)
+            {
+                adopted.map(segmentAddress(i), (long)i << segmentShift, (long)(end - i) << segmentShift);
+                i = end;
+            }
+            else
+            {
+                i++;
+            }
+        }
+        record.allocatedSegments(allocatedSegments);
+        return adopted;
     }
 
     /**
@@ -304,46 +356,6 @@ public final class MemsegList
     }
 
     /**
-     * Checks that {@code [address, address + length)} may be freed by {@code owner}: it starts on a segment
-     * boundary, ends inside this list, and every segment is allocated and, unless the daemon frees, owned by
-     * {@code owner}.
-     *
-     * @throws MrdException EINVAL or EPERM naming the address, the segment and what is wrong with it.
-     */
-    void checkFreeable(final long address, final long length, final int owner)
-    {
-        if (((address - baseVa) & (segmentSize - 1)) != 0)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) +
-                ": the address is not segment-aligned (segments are " + Sizes.format(segmentSize) +
-                "; the segment holding it starts at " + Sizes.hex(Sizes.alignDown(address, segmentSize)) + ")");
-        }
-        if (length <= 0 || length > endVa() - address)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "cannot free " + length + " bytes at " +
-                Sizes.hex(address) + ": the length must be positive and the range must end inside list " +
-                index + " (which ends at " + Sizes.hex(endVa()) + ")");
-        }
-        final int first = segmentIndex(address);
-        final int n = (int)((length + segmentSize - 1) >>> segmentShift);
-        for (int i = first; i < first + n; i++)
-        {
-            if (!isAllocated(i))
-            {
-                throw new MrdException(ErrorCode.EINVAL, "cannot free " + Sizes.hex(address) + " (" +
-                    Sizes.format(length) + "): segment " + i + " of list " + index + " at " +
-                    Sizes.hex(segmentAddress(i)) + " is not allocated");
-            }
-            if (owner != MemsegListDescriptor.OWNER_DAEMON && owner(i) != owner)
-            {
-                throw new MrdException(ErrorCode.EPERM, "cannot free " + Sizes.hex(address) + " (" +
-                    Sizes.format(length) + ") for " + ownerName(owner) + ": segment " + i + " at " +
-                    Sizes.hex(segmentAddress(i)) + " is owned by " + ownerName(owner(i)));
-            }
-        }
-    }
-
-    /**
      * The maximal run around {@code segment}, an allocated one, of allocated segments (of any owners) that may
      * share its MR ({@link RemoteAccess#mayShareMr}): the run stops at a segment of other access, and memory with
      * remote access also at its allocation's bounds.
@@ -376,11 +388,6 @@ public final class MemsegList
     {
         return new Chunk(index, first, last - first + 1, segmentAddress(first), segmentAddress(last + 1),
             access[first]);
-    }
-
-    private static String ownerName(final int owner)
-    {
-        return owner == MemsegListDescriptor.OWNER_DAEMON ? "the daemon" : "client " + owner;
     }
 
     boolean isReleasing(final int segment)
@@ -534,6 +541,12 @@ public final class MemsegList
     void close()
     {
         mapping.close();
+    }
+
+    /** @return the backing file's descriptor, owned by the list: never close it. */
+    public int backingFd()
+    {
+        return mapping.fd();
     }
 
     boolean isClosed()

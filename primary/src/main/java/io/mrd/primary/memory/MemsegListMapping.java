@@ -39,10 +39,13 @@ final class MemsegListMapping
      * Reserves {@code [baseVa, baseVa + length)}, creates (or takes over) the backing file and, on tmpfs, maps
      * it over the whole reservation. Undoes what it did when a step fails.
      *
+     * @param adoptedFd -1 to create the file; else a predecessor's file, locked, kept as it is (not truncated).
+     *
      * @throws MrdException EEXIST when the range is already mapped, EBUSY when another live daemon holds the
      *                      backing file, or the failing call's errno.
      */
-    MemsegListMapping(final long baseVa, final long length, final Path backingPath, final boolean hugetlbfs)
+    MemsegListMapping(final long baseVa, final long length, final Path backingPath, final boolean hugetlbfs,
+        final int adoptedFd)
     {
         this.baseVa = baseVa;
         this.length = length;
@@ -52,7 +55,7 @@ final class MemsegListMapping
         Posix.reserve(baseVa, length);
         try
         {
-            fd = BackingFiles.open(backingPath, length);
+            fd = adoptedFd >= 0 ? adoptedFd : BackingFiles.open(backingPath, length);
         }
         catch (final RuntimeException ex)
         {
@@ -68,8 +71,11 @@ final class MemsegListMapping
             catch (final RuntimeException ex)
             {
                 Posix.munmapQuietly(baseVa, length);
-                BackingFiles.deleteQuietly(backingPath);
-                Posix.close(fd);
+                if (adoptedFd < 0)
+                {
+                    BackingFiles.deleteQuietly(backingPath);
+                    Posix.close(fd);
+                }
                 throw ex;
             }
         }
@@ -140,6 +146,12 @@ final class MemsegListMapping
             // Unlocks last, so that a daemon cleaning stale files never sees this one unlocked and present.
             Posix.close(fd);
         }
+    }
+
+    /** @return the backing file's descriptor (owned here), what the descriptor holder keeps for a successor. */
+    int fd()
+    {
+        return fd;
     }
 
     boolean isClosed()

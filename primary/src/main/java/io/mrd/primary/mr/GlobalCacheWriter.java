@@ -183,6 +183,12 @@ final class GlobalCacheWriter
         journal.cacheRebuilt(header.cacheLen() - 1, header.cacheOverflow());
     }
 
+    /** @return the entries of the cache (its sentinel not counted). */
+    long entries()
+    {
+        return header.cacheLen() - 1;
+    }
+
     /** @return the devGen readers see now. */
     long devGen()
     {

@@ -39,6 +39,7 @@ public final class MrEngine implements AutoCloseable
     private final MrShareCache shareCache;
     private final ExternalMrs externals;
     private final MrCreation creation;
+    private int adoptedMrs;
 
     /**
      * Starts with an empty MR table and global cache, and registers for the memory manager's free events.
@@ -69,14 +70,66 @@ public final class MrEngine implements AutoCloseable
         final boolean extendToContiguousChunk,
         final EventJournal journal)
     {
+        this(controlFile, memory, registrar, counters, errorLog, extendToContiguousChunk, journal, false);
+    }
+
+    /**
+     * A successor's engine: takes over the MR table and global cache its predecessor left in the control file,
+     * each live MR's registration through {@link Registrar#adopt} ({@link MrShareCache#adoptRecords}).
+     *
+     * @return the engine, whose {@link #adoptedMrs()} says how many MRs it kept.
+     * @throws MrdException when the provider refuses a record: the engine is closed again (what was adopted
+     *                      deregistered) and the caller starts afresh.
+     */
+    public static MrEngine adopting(
+        final ControlFile controlFile,
+        final MemoryManager memory,
+        final Registrar registrar,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final boolean extendToContiguousChunk,
+        final EventJournal journal)
+    {
+        final MrEngine engine = new MrEngine(controlFile, memory, registrar, counters, errorLog,
+            extendToContiguousChunk, journal, true);
+        try
+        {
+            engine.adoptedMrs = engine.shareCache.adoptRecords();
+            return engine;
+        }
+        catch (final RuntimeException ex)
+        {
+            engine.close();
+            throw ex;
+        }
+    }
+
+    private MrEngine(
+        final ControlFile controlFile,
+        final MemoryManager memory,
+        final Registrar registrar,
+        final DaemonCounters counters,
+        final DistinctErrorLog errorLog,
+        final boolean extendToContiguousChunk,
+        final EventJournal journal,
+        final boolean adopting)
+    {
         this.journal = journal;
         this.memory = memory;
         this.registrar = registrar;
         this.counters = counters;
-        this.shareCache = new MrShareCache(controlFile, registrar, counters, errorLog, journal);
+        this.shareCache = new MrShareCache(controlFile, registrar, counters, errorLog, journal, adopting);
         this.externals = new ExternalMrs(shareCache, counters);
         this.creation = new MrCreation(shareCache, memory, registrar, errorLog, extendToContiguousChunk);
         memory.addEventListener(this::onMemoryFree);
+    }
+
+    /**
+     * @return the MRs a successor's engine took over from its predecessor (0 for an engine started afresh).
+     */
+    public int adoptedMrs()
+    {
+        return adoptedMrs;
     }
 
     /**

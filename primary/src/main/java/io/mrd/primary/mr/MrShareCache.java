@@ -88,13 +88,17 @@ final class MrShareCache
     /** Set once, by {@link #close}, under the cache lock; read without it by the checks before a create. */
     private volatile boolean closed;
 
-    /** Starts with an empty MR table and global cache. */
+    /**
+     * @param adopting false to start with an empty MR table and global cache; true to keep the control file's for
+     *                 {@link #adoptRecords}.
+     */
     MrShareCache(
         final ControlFile controlFile,
         final Registrar registrar,
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
-        final EventJournal journal)
+        final EventJournal journal,
+        final boolean adopting)
     {
         this.registrar = registrar;
         this.counters = counters;
@@ -103,11 +107,62 @@ final class MrShareCache
         this.table = new MrTable(controlFile, counters, journal);
         this.cache = new GlobalCacheWriter(controlFile, counters, journal);
         this.collector = new MrCollector(lock, table, cache, registrar, counters, errorLog, journal);
+        if (adopting)
+        {
+            return;
+        }
         cache.write(() ->
         {
             cache.clear();
             table.clear();
         });
+    }
+
+    /**
+     * Takes over the MR table and global cache a predecessor left in the control file (adoption): each live
+     * record's registration goes to the provider ({@link Registrar#adopt}: import by handle, or pin again), and
+     * the global cache stays as it is, so that no secondary's lookup misses or flushes. A record not to keep
+     * (DETACHED, external) is deregistered by the garbage collector after the lock is released, and then the
+     * cache is rebuilt and devGen bumped, as for any MR taken away. Takes the cache lock; nothing is registered.
+     *
+     * @return the MRs adopted and kept.
+     * @throws MrdException the provider's refusal of a record, naming it; the caller then starts afresh (closing
+     *                      this engine deregisters what was adopted so far).
+     */
+    int adoptRecords()
+    {
+        int kept = 0;
+        boolean dropped = false;
+        lock.lock();
+        try
+        {
+            final List<MrTable.Recorded> records = table.recorded();
+            // The counters hold the predecessor's values (the same file): they are set to what the table holds,
+            // before any detach below counts down, as publish and the collector keep them from then on.
+            counters.set(MrdCounter.MRS_ACTIVE, records.stream().filter(MrTable.Recorded::active).count());
+            counters.set(MrdCounter.BYTES_REGISTERED,
+                records.stream().mapToLong(r -> r.registration().length()).sum());
+            for (final MrTable.Recorded recorded : records)
+            {
+                final Registration registration = registrar.adopt(recorded.registration(), recorded.access());
+                cache.write(() -> table.adopt(recorded, registration));
+                kept += recorded.keep() ? 1 : 0;
+                dropped |= !recorded.keep();
+            }
+            counters.set(MrdCounter.BYTES_PINNED, registrar.pinnedBytes());
+            counters.set(MrdCounter.CACHE_ENTRIES, cache.entries());
+            counters.set(MrdCounter.DEV_GEN, cache.devGen());
+            if (dropped)
+            {
+                cache.write(cache::invalidate);
+            }
+        }
+        finally
+        {
+            lock.unlock();
+        }
+        collector.garbageCollect();
+        return kept;
     }
 
     /** Takes the cache lock, for a caller that needs several of the methods below at once. */

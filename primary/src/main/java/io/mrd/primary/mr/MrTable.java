@@ -127,6 +127,74 @@ final class MrTable
     }
 
     /**
+     * The records a predecessor left, read back (adoption): the recorded registration of every live slot, for
+     * the provider to take over; the high-water mark is the file's.
+     *
+     * @return by slot, the registration each ACTIVE or DETACHED record names (its handle unknown: 0), and
+     *         whether it is ACTIVE and in managed memory (an external MR is not adopted: its file is not held).
+     */
+    List<Recorded> recorded()
+    {
+        highWater = header.mrHighWater();
+        final List<Recorded> result = new ArrayList<>();
+        for (int slot = 0; slot < highWater; slot++)
+        {
+            record.wrap(buffer, layout.mrOffset(slot));
+            if (record.state() == MrDescriptor.STATE_FREE)
+            {
+                continue;
+            }
+            result.add(new Recorded(slot, new Registration(record.start(), record.end() - record.start(),
+                record.lkey(), record.rkey(), 0, record.deviceHandle()), record.access(),
+                record.state() == MrDescriptor.STATE_ACTIVE, record.isExternal()));
+        }
+        return result;
+    }
+
+    /**
+     * A live record of a predecessor's table.
+     *
+     * @param active   the record is ACTIVE (else DETACHED, waiting for the collector when the predecessor died).
+     * @param external the record is of external memory, whose file no one holds: not kept.
+     */
+    record Recorded(int slot, Registration registration, int access, boolean active, boolean external)
+    {
+        boolean keep()
+        {
+            return active && !external;
+        }
+    }
+
+    /**
+     * Takes a predecessor's slot over with the provider's registration behind it; one not to keep goes to the
+     * garbage collector (detached, in a write section, when it was ACTIVE).
+     */
+    void adopt(final Recorded recorded, final Registration registration)
+    {
+        slotLock.lock();
+        try
+        {
+            usedSlots.set(recorded.slot());
+        }
+        finally
+        {
+            slotLock.unlock();
+        }
+        registrations[recorded.slot()] = registration;
+        if (!recorded.keep())
+        {
+            if (recorded.active())
+            {
+                detach(recorded.slot());
+            }
+            else
+            {
+                detached.add(recorded.slot());
+            }
+        }
+    }
+
+    /**
      * Write section: an empty table.
      */
     void clear()

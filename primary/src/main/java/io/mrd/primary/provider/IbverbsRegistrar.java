@@ -95,24 +95,7 @@ public final class IbverbsRegistrar implements Registrar
         JAVA_INT.withName("rkey"),
         MemoryLayout.paddingLayout(4)).withName("ibv_mr");
 
-    /** {@code IBV_SYSFS_NAME_MAX}: the size of {@code struct ibv_device}'s name, NUL included. */
-    static final int DEVICE_NAME_MAX = 64;
-    /**
-     * {@code sizeof(struct ibv_device_attr)}, what {@code ibv_query_device} fills; IbverbsRegistrarTest checks it
-     * against the installed header.
-     */
-    static final int DEVICE_ATTR_SIZE = 232;
-    /**
-     * {@code offsetof(struct ibv_device_attr, max_mr_size)}: after {@code char fw_ver[64]}, {@code node_guid} and
-     * {@code sys_image_guid}.
-     */
-    static final int DEVICE_ATTR_MAX_MR_SIZE = 80;
-
     private static final Logger LOG = LoggerFactory.getLogger(IbverbsRegistrar.class);
-    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(groupElement("errno"));
-    private static final ThreadLocal<MemorySegment> CALL_STATE =
-        ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
 
     private static final VarHandle MR_ADDR = IBV_MR.varHandle(groupElement("addr"));
     private static final VarHandle MR_LENGTH = IBV_MR.varHandle(groupElement("length"));
@@ -120,18 +103,9 @@ public final class IbverbsRegistrar implements Registrar
     private static final VarHandle MR_LKEY = IBV_MR.varHandle(groupElement("lkey"));
     private static final VarHandle MR_RKEY = IBV_MR.varHandle(groupElement("rkey"));
 
-    private final String library;
+    private final IbverbsDevice device;
     private final String deviceName;
-    private final Arena libraryArena;
-    private final MethodHandle regMr;
-    /** Absent before rdma-core 28 (IBVERBS_1.8). */
-    private final MethodHandle regMrIova2;
-    private final MethodHandle deregMr;
-    private final MethodHandle deallocPd;
-    private final MethodHandle closeDevice;
-    private final MemorySegment context;
     private final MemorySegment pd;
-    private final SharedDevice sharedDevice;
     /** The device's {@code max_mr_size}: the longest range one {@code ibv_reg_mr} takes. */
     private final long maxMrSize;
     private final PagePopulator populator;
@@ -153,63 +127,31 @@ public final class IbverbsRegistrar implements Registrar
      */
     public IbverbsRegistrar(final ProviderConfig config)
     {
-        library = config.library();
-        faults = new FaultInjection(config.failNth(), config.latencyNanos());
-        pinned = new PinnedBytes(config.maxPinned());
-        libraryArena = Arena.ofShared();
-        MemorySegment openedContext = MemorySegment.NULL;
-        MethodHandle close = null;
-        try
-        {
-            final LoadedLibrary lookup = LoadedLibrary.open(library, libraryArena,
-                "install rdma-core/libibverbs1 or use --provider soft",
-                "point " + ProviderConfig.LIBRARY_ENV + " at libibverbs.so.1, or use --provider soft");
-            final MethodHandle getDeviceList =
-                bind(lookup, "ibv_get_device_list", FunctionDescriptor.of(ADDRESS, ADDRESS));
-            final MethodHandle freeDeviceList =
-                bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
-            final MethodHandle getDeviceName =
-                bind(lookup, "ibv_get_device_name", FunctionDescriptor.of(ADDRESS, ADDRESS));
-            final MethodHandle openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
-            close = bind(lookup, "ibv_close_device", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-            final MethodHandle queryDevice =
-                bind(lookup, "ibv_query_device", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-            final MethodHandle allocPd = bind(lookup, "ibv_alloc_pd", FunctionDescriptor.of(ADDRESS, ADDRESS));
-            deallocPd = bind(lookup, "ibv_dealloc_pd", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-            regMr = bind(lookup, "ibv_reg_mr", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
-            regMrIova2 = lookup.bindOptional("ibv_reg_mr_iova2",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_INT)).orElse(null);
-            deregMr = bind(lookup, "ibv_dereg_mr", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-            closeDevice = close;
+        this(config, IbverbsDevice.open(config));
+    }
 
-            final Optional<String> wanted = config.deviceName();
-            final String[] opened = new String[1];
-            openedContext = openDevice(getDeviceList, freeDeviceList, getDeviceName, openDevice, wanted, opened);
-            deviceName = opened[0];
-            context = openedContext;
-            maxMrSize = queryMaxMrSize(queryDevice, context, deviceName);
+    private IbverbsRegistrar(final ProviderConfig config, final IbverbsDevice device)
+    {
+        this.device = device;
+        this.deviceName = device.deviceName();
+        this.pd = device.pd();
+        this.maxMrSize = device.maxMrSize();
+        this.faults = new FaultInjection(config.failNth(), config.latencyNanos());
+        this.pinned = new PinnedBytes(config.maxPinned());
+        this.populator = new PagePopulator(config.populateThreads());
+    }
 
-            final MemorySegment newPd = (MemorySegment)allocPd.invokeExact(CALL_STATE.get(), context);
-            if (MemorySegment.NULL.equals(newPd))
-            {
-                final int errno = errno();
-                throw new MrdException(ErrorCode.of(errno), "ibv_alloc_pd on RDMA device " + deviceName +
-                    " failed: " + ErrorCode.describe(errno) + ": check the device with ibv_devinfo, or use " +
-                    "--provider soft");
-            }
-            pd = newPd;
-            sharedDevice = new SharedDevice(deviceName, library, lookup::find, context, pd);
-            populator = new PagePopulator(config.populateThreads());
-        }
-        catch (final Throwable t)
-        {
-            if (null != close && !MemorySegment.NULL.equals(openedContext))
-            {
-                closeQuietly(close, openedContext);
-            }
-            libraryArena.close();
-            throw rethrow(t);
-        }
+    /**
+     * A successor's provider: imports the device of its predecessor's command file and the PD of that handle, on
+     * which {@link #adopt} then names the predecessor's MRs.
+     *
+     * @param commandFd the predecessor's command file, from the descriptor holder; the context's from here on.
+     * @throws MrdException the errno of {@code ibv_import_device} or {@code ibv_import_pd}, as for the constructor
+     *                      otherwise.
+     */
+    public static IbverbsRegistrar adopting(final ProviderConfig config, final int commandFd, final int pdHandle)
+    {
+        return new IbverbsRegistrar(config, IbverbsDevice.adopt(config, commandFd, pdHandle));
     }
 
     public String name()
@@ -238,7 +180,7 @@ public final class IbverbsRegistrar implements Registrar
      */
     public String library()
     {
-        return library;
+        return device.library();
     }
 
     /**
@@ -269,16 +211,16 @@ public final class IbverbsRegistrar implements Registrar
             {
                 populator.populate(address, length);
             }
-            final MemorySegment state = CALL_STATE.get();
-            if (0 != (access & Access.OPTIONAL_RANGE) && null != regMrIova2)
+            final MemorySegment state = IbverbsDevice.callState();
+            if (0 != (access & Access.OPTIONAL_RANGE) && null != device.regMrIova2)
             {
-                mr = (MemorySegment)regMrIova2.invokeExact(
+                mr = (MemorySegment)device.regMrIova2.invokeExact(
                     state, pd, MemorySegment.ofAddress(address), length, address, access);
             }
             else
             {
-                final int flags = null == regMrIova2 ? access & ~Access.OPTIONAL_RANGE : access;
-                mr = (MemorySegment)regMr.invokeExact(state, pd, MemorySegment.ofAddress(address), length, flags);
+                final int flags = null == device.regMrIova2 ? access & ~Access.OPTIONAL_RANGE : access;
+                mr = (MemorySegment)device.regMr.invokeExact(state, pd, MemorySegment.ofAddress(address), length, flags);
             }
             errno = errno();
         }
@@ -292,16 +234,58 @@ public final class IbverbsRegistrar implements Registrar
             pinned.release(length);
             throw regFailure(errno, address, length, access);
         }
+        final Registration registration = registrationOf(mr, access);
+        live.put(mr.address(), registration);
+        return registration;
+    }
+
+    /**
+     * {@inheritDoc}
+     * <p>
+     * {@code ibv_import_mr} on the imported PD: the device says what MR the handle names now, and it must be the
+     * one recorded, range and keys, or it is not the predecessor's (a handle is an index any process of the
+     * context can have reused). Nothing is registered, pinned again or counted by the device.
+     *
+     * @throws MrdException EINVAL when the device knows no MR of that handle in this PD, or it differs from the
+     *                      record (the message names what); ENOSYS without {@code ibv_import_mr}.
+     */
+    public Registration adopt(final Registration recorded, final int access)
+    {
+        final MemorySegment mr = device.importMr(recorded.deviceHandle());
+        if (MemorySegment.NULL.equals(mr))
+        {
+            final int errno = IbverbsDevice.errno();
+            throw new MrdException(ErrorCode.of(errno), "ibv_import_mr(handle " + recorded.deviceHandle() + ") on " +
+                deviceName + " failed: " + ErrorCode.describe(errno) + ": the predecessor's MR of " +
+                Sizes.format(recorded.length()) + " at " + Sizes.hex(recorded.address()) + " is gone");
+        }
+        final Registration imported = registrationOf(mr, access);
+        if (imported.address() != recorded.address() || imported.length() != recorded.length() ||
+            imported.lkey() != recorded.lkey() || imported.rkey() != recorded.rkey())
+        {
+            // the struct is this process's copy: deregistering would destroy whatever MR the handle names now
+            device.unimportMr(mr);
+            throw new MrdException(ErrorCode.EINVAL, "MR handle " + recorded.deviceHandle() + " on " + deviceName +
+                " is " + Sizes.format(imported.length()) + " at " + Sizes.hex(imported.address()) + " lkey " +
+                Sizes.hex(imported.lkey() & 0xFFFF_FFFFL) + ", but the control file records " +
+                Sizes.format(recorded.length()) + " at " + Sizes.hex(recorded.address()) + " lkey " +
+                Sizes.hex(recorded.lkey() & 0xFFFF_FFFFL) + ": not the predecessor's MR");
+        }
+        pinned.adopt(imported.length());
+        live.put(mr.address(), imported);
+        return imported;
+    }
+
+    private static Registration registrationOf(final MemorySegment mr, final int access)
+    {
         final MemorySegment struct = mr.reinterpret(IBV_MR.byteSize());
-        final Registration registration = new Registration(
+        return new Registration(
             ((MemorySegment)MR_ADDR.get(struct, 0L)).address(),
             (long)MR_LENGTH.get(struct, 0L),
             (int)MR_LKEY.get(struct, 0L),
             RemoteAccess.rkey(access, (int)MR_RKEY.get(struct, 0L)),
             mr.address(),
             (int)MR_HANDLE.get(struct, 0L));
-        live.put(mr.address(), registration);
-        return registration;
     }
 
     /**
@@ -324,7 +308,7 @@ public final class IbverbsRegistrar implements Registrar
         final int result;
         try
         {
-            result = (int)deregMr.invokeExact(CALL_STATE.get(), MemorySegment.ofAddress(handle));
+            result = (int)device.deregMr.invokeExact(IbverbsDevice.callState(), MemorySegment.ofAddress(handle));
         }
         catch (final Throwable t)
         {
@@ -353,7 +337,7 @@ public final class IbverbsRegistrar implements Registrar
      */
     public Optional<SharedDevice> sharedDevice()
     {
-        return Optional.of(sharedDevice);
+        return Optional.of(device.sharedDevice());
     }
 
     /**
@@ -375,7 +359,7 @@ public final class IbverbsRegistrar implements Registrar
         }
         closed = true;
         populator.close();
-        sharedDevice.close();
+        device.sharedDevice().close();
         if (!live.isEmpty())
         {
             LOG.warn("ibverbs provider closed with {} registrations live on {}; deregistering them", live.size(),
@@ -392,139 +376,13 @@ public final class IbverbsRegistrar implements Registrar
                 }
             }
         }
-        try
-        {
-            final int result = (int)deallocPd.invokeExact(CALL_STATE.get(), pd);
-            if (0 != result)
-            {
-                LOG.warn("ibv_dealloc_pd on {} failed: {}", deviceName,
-                    ErrorCode.describe(result > 0 ? result : errno()));
-            }
-        }
-        catch (final Throwable t)
-        {
-            LOG.warn("ibv_dealloc_pd on {} failed", deviceName, t);
-        }
-        closeQuietly(closeDevice, context);
-        try
-        {
-            libraryArena.close();
-        }
-        catch (final IllegalStateException ex)
-        {
-            // A call still running on another thread keeps the library mapped; it goes with the process.
-            LOG.warn("libibverbs stays loaded: {}", ex.getMessage());
-        }
+        device.close();
     }
 
     public String toString()
     {
-        return "IbverbsRegistrar{device=" + deviceName + ", library=" + library + ", maxMrSize=" +
+        return "IbverbsRegistrar{device=" + deviceName + ", library=" + device.library() + ", maxMrSize=" +
             Sizes.format(maxMrSize) + ", pinned=" + Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
-    }
-
-    private static MethodHandle bind(final LoadedLibrary lookup, final String symbol,
-        final FunctionDescriptor descriptor)
-    {
-        return lookup.bind(symbol, descriptor, "it is not libibverbs, or too old; install rdma-core's libibverbs1 " +
-            "or use --provider soft");
-    }
-
-    /**
-     * Lists the devices, opens the one asked for (else the first) and frees the list, which libibverbs allows once
-     * the device is open.
-     */
-    private static MemorySegment openDevice(
-        final MethodHandle getDeviceList,
-        final MethodHandle freeDeviceList,
-        final MethodHandle getDeviceName,
-        final MethodHandle openDevice,
-        final Optional<String> wanted,
-        final String[] opened) throws Throwable
-    {
-        final MemorySegment list;
-        final int count;
-        try (Arena arena = Arena.ofConfined())
-        {
-            final MemorySegment countOut = arena.allocate(JAVA_INT);
-            list = (MemorySegment)getDeviceList.invokeExact(CALL_STATE.get(), countOut);
-            if (MemorySegment.NULL.equals(list))
-            {
-                final int errno = errno();
-                // ENOSYS: the kernel has no RDMA support loaded (no /sys/class/infiniband_verbs).
-                throw new MrdException(ErrorCode.ENODEV, "no RDMA device found (ibv_get_device_list failed: " +
-                    ErrorCode.describe(errno) + "): load the NIC's RDMA driver and ib_uverbs (e.g. modprobe " +
-                    "mlx5_ib ib_uverbs), use " + EmulatedDeviceAdvice.EMULATED_DEVICE + ", or use --provider soft");
-            }
-            count = countOut.get(JAVA_INT, 0);
-        }
-        try
-        {
-            if (count <= 0)
-            {
-                throw new MrdException(ErrorCode.ENODEV, "no RDMA device found (ibv_get_device_list returned 0 " +
-                    "devices): check ibv_devices, install ibverbs-providers and load the NIC's RDMA driver, use " +
-                    EmulatedDeviceAdvice.EMULATED_DEVICE + ", or use --provider soft");
-            }
-            final MemorySegment devices = list.reinterpret(ADDRESS.byteSize() * count);
-            final List<String> names = new ArrayList<>(count);
-            MemorySegment chosen = MemorySegment.NULL;
-            for (int i = 0; i < count; i++)
-            {
-                final MemorySegment device = devices.getAtIndex(ADDRESS, i);
-                final MemorySegment name = (MemorySegment)getDeviceName.invokeExact(CALL_STATE.get(), device);
-                final String deviceName = MemorySegment.NULL.equals(name) ? "?" :
-                    name.reinterpret(DEVICE_NAME_MAX).getString(0);
-                names.add(deviceName);
-                if (MemorySegment.NULL.equals(chosen) && (wanted.isEmpty() || wanted.get().equals(deviceName)))
-                {
-                    chosen = device;
-                    opened[0] = deviceName;
-                }
-            }
-            if (MemorySegment.NULL.equals(chosen))
-            {
-                throw new MrdException(ErrorCode.ENODEV, "RDMA device '" + wanted.orElseThrow() +
-                    "' not found; devices found: " + String.join(", ", names) + ": pass one of them to --device");
-            }
-            final MemorySegment context = (MemorySegment)openDevice.invokeExact(CALL_STATE.get(), chosen);
-            if (MemorySegment.NULL.equals(context))
-            {
-                final int errno = errno();
-                throw new MrdException(ErrorCode.of(errno), "ibv_open_device(" + opened[0] + ") failed: " +
-                    ErrorCode.describe(errno) + ": check access to /dev/infiniband/uverbs*, or use --provider soft");
-            }
-            return context;
-        }
-        finally
-        {
-            freeDeviceList.invokeExact(CALL_STATE.get(), list);
-        }
-    }
-
-    /**
-     * @return {@code max_mr_size} of the opened device.
-     * @throws MrdException with the errno {@code ibv_query_device} returned.
-     */
-    private static long queryMaxMrSize(final MethodHandle queryDevice, final MemorySegment context,
-        final String deviceName) throws Throwable
-    {
-        try (Arena arena = Arena.ofConfined())
-        {
-            final MemorySegment attr = arena.allocate(DEVICE_ATTR_SIZE, 8);
-            final int result = (int)queryDevice.invokeExact(CALL_STATE.get(), context, attr);
-            if (0 != result)
-            {
-                // rdma-core returns the errno; older libraries returned -1 and set errno.
-                final int errno = result > 0 ? result : errno();
-                throw new MrdException(ErrorCode.of(errno), "ibv_query_device(" + deviceName + ") failed: " +
-                    ErrorCode.describe(errno) + ": check the device with ibv_devinfo, or use --provider soft");
-            }
-            final long maxMrSize = attr.get(JAVA_LONG, DEVICE_ATTR_MAX_MR_SIZE);
-            // Unsigned in C: past 2^63 (UINT64_MAX, as some devices report) is no limit a range could reach. A
-            // device reporting 0 states no limit either; taken literally it would refuse every registration.
-            return maxMrSize <= 0 ? Long.MAX_VALUE : maxMrSize;
-        }
     }
 
     private MrdException regFailure(final int errno, final long address, final long length, final int access)
@@ -543,34 +401,13 @@ public final class IbverbsRegistrar implements Registrar
         return new MrdException(ErrorCode.of(errno), message);
     }
 
-    private static void closeQuietly(final MethodHandle closeDevice, final MemorySegment context)
-    {
-        try
-        {
-            final int result = (int)closeDevice.invokeExact(CALL_STATE.get(), context);
-            if (0 != result)
-            {
-                LOG.warn("ibv_close_device failed: {}", ErrorCode.describe(result > 0 ? result : errno()));
-            }
-        }
-        catch (final Throwable t)
-        {
-            LOG.warn("ibv_close_device failed", t);
-        }
-    }
-
     private static RuntimeException rethrow(final Throwable t)
     {
-        return switch (t)
-        {
-            case RuntimeException ex -> ex;
-            case Error err -> throw err;
-            default -> new IllegalStateException("libibverbs call", t);
-        };
+        return IbverbsDevice.rethrow(t);
     }
 
     private static int errno()
     {
-        return (int)ERRNO.get(CALL_STATE.get(), 0L);
+        return IbverbsDevice.errno();
     }
 }

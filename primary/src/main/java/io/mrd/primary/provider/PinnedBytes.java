@@ -50,6 +50,14 @@ final class PinnedBytes
         }
     }
 
+    /**
+     * Counts {@code length} more bytes a predecessor pinned, whatever --max-pinned says now: they are pinned.
+     */
+    void adopt(final long length)
+    {
+        pinned.addAndGet(length);
+    }
+
     void release(final long length)
     {
         pinned.addAndGet(-length);

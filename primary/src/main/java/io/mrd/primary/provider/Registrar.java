@@ -33,6 +33,18 @@ public interface Registrar extends AutoCloseable
     Registration register(long address, long length, int access);
 
     /**
+     * Takes over a registration a predecessor daemon made and recorded in the control file, so that its keys stay
+     * valid: {@code ibverbs} names the MR by its device handle and checks it is the recorded one; {@code soft}
+     * pins the range again (a dead process's {@code mlock} is gone) and keeps the recorded keys. The result is
+     * deregistered as a registration of this provider.
+     *
+     * @param recorded what the control file records: range, keys, device handle.
+     * @param access   the {@link Access} of the memory, as recorded.
+     * @throws MrdException when the registration cannot be taken over (the message says why); nothing is kept.
+     */
+    Registration adopt(Registration recorded, int access);
+
+    /**
      * Releases a registration made by {@link #register}. Never called twice for one registration.
      *
      * @throws MrdException when the provider fails; the registration is gone from mrd's tables either way.

@@ -136,6 +136,49 @@ public final class SoftRegistrar implements Registrar
 
     /**
      * {@inheritDoc}
+     * <p>
+     * The pins died with the predecessor's process: the range is populated and locked again, and the recorded
+     * keys are kept (their index reserved), so that a key a secondary cached stays the one the range has.
+     *
+     * @throws MrdException EEXIST when the recorded key's index is live already (two records with one key: the
+     *                      control file is not one daemon's); the errors of {@link #register} otherwise.
+     */
+    public Registration adopt(final Registration recorded, final int access)
+    {
+        checkRange(recorded.address(), recorded.length());
+        pinned.adopt(recorded.length());
+        final int errno;
+        try
+        {
+            populator.populate(recorded.address(), recorded.length());
+            errno = pageLocks.lock(recorded.address(), recorded.length());
+        }
+        catch (final RuntimeException ex)
+        {
+            pinned.release(recorded.length());
+            throw ex;
+        }
+        if (0 != errno)
+        {
+            pinned.release(recorded.length());
+            throw lockFailure(errno, recorded.address(), recorded.length(), pinned.get());
+        }
+        final int index = index(recorded.lkey());
+        final Registration registration = new Registration(recorded.address(), recorded.length(), recorded.lkey(),
+            recorded.rkey(), recorded.lkey() & 0xFFFF_FFFFL, MrDescriptor.NO_DEVICE_HANDLE);
+        if (0 == index || null != live.putIfAbsent(index, registration))
+        {
+            pageLocks.unlock(recorded.address(), recorded.length());
+            pinned.release(recorded.length());
+            throw new MrdException(ErrorCode.EEXIST, "soft key " + Sizes.hex(recorded.lkey() & 0xFFFF_FFFFL) +
+                " is recorded twice, or is no soft key: the control file is not one daemon's");
+        }
+        nextIndex.accumulateAndGet(index + 1, Math::max);
+        return registration;
+    }
+
+    /**
+     * {@inheritDoc}
      *
      * @throws MrdException EINVAL when {@code registration} is not live here (deregistered already, or made by
      *                      another provider); munlock's errno otherwise (the registration is gone either way).

@@ -33,6 +33,11 @@ public final class TimedRegistrar implements Registrar
         return registration;
     }
 
+    public Registration adopt(final Registration recorded, final int access)
+    {
+        return registrar.adopt(recorded, access);
+    }
+
     public void deregister(final Registration registration)
     {
         registrar.deregister(registration);

@@ -4,6 +4,7 @@ import io.mrd.primary.journal.EventJournal;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.List;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.function.BooleanSupplier;
@@ -27,6 +28,8 @@ final class ClientReclaim
     private final EventJournal journal;
     private final FailureLog failures;
     private final BooleanSupplier serverClosing;
+    private final Executor graceTimer = command -> Thread.ofPlatform().name("mrd-adoption-grace").daemon(true)
+        .start(command);
 
     /**
      * @param thread the reclaim thread; it refuses work only once the server is closing.
@@ -48,8 +51,39 @@ final class ClientReclaim
     }
 
     /**
-     * Reclaims client {@code clientId}, which held table slot {@code slot}; returns at once.
+     * Reclaims client {@code clientId}, which held table slot {@code slot} (-1: none, a client a predecessor
+     * served that did not come back to this daemon); returns at once.
      */
+    /**
+     * Reclaims, once {@code graceMs} have passed, every client a predecessor served that has not come back by
+     * then ({@link AdoptedClients#claim}).
+     */
+    void reclaimAfterGrace(final AdoptedClients adopted, final long graceMs)
+    {
+        if (adopted.clients().isEmpty())
+        {
+            return;
+        }
+        graceTimer.execute(() ->
+        {
+            try
+            {
+                Thread.sleep(graceMs);
+            }
+            catch (final InterruptedException ex)
+            {
+                return;
+            }
+            final List<AdoptedClients.Client> left = adopted.expire();
+            LOG.info("the adoption's grace period of {} ms is over: reclaiming {} of {} that did not come back",
+                graceMs, left.size(), adopted);
+            for (final AdoptedClients.Client client : left)
+            {
+                reclaim(client.id(), -1, (int)client.pid(), client.name());
+            }
+        });
+    }
+
     void reclaim(final int clientId, final int slot, final int pid, final String name)
     {
         try
@@ -71,7 +105,10 @@ final class ClientReclaim
                     freed = "reclaim failed: " + ex;
                 }
                 journal.clientDisconnected(clientId, pid);
-                clients.remove(slot);
+                if (slot >= 0)
+                {
+                    clients.remove(slot);
+                }
                 LOG.info("client {} (pid {}, {}) disconnected: {}", clientId, pid, name.isEmpty() ? "no name" : name,
                     freed);
             });

@@ -45,6 +45,7 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import static io.mrd.primary.DaemonSettings.ADOPTION_GRACE;
 import static io.mrd.primary.DaemonSettings.ALLOW_GID;
 import static io.mrd.primary.DaemonSettings.WORKER_THREADS;
 
@@ -99,7 +100,8 @@ public final class MrdServer implements AutoCloseable
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop,
-        final ExternalRegistrations external)
+        final ExternalRegistrations external,
+        final AdoptedClients adopted)
     {
         this.socketFile = runDirectory.socketFile();
         this.counters = counters;
@@ -119,7 +121,7 @@ public final class MrdServer implements AutoCloseable
         this.ioGroup = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("mrd-io", true),
             EpollIoHandler.newFactory());
         final EventJournal journal = engine.journal();
-        final AtomicInteger nextClientId = new AtomicInteger(1);
+        final AtomicInteger nextClientId = new AtomicInteger(adopted.firstNewId());
         this.sessionServices = new SessionServices(
             new PeerPolicy(Posix.getuid(), context.get(ALLOW_GID)),
             clients,
@@ -135,7 +137,8 @@ public final class MrdServer implements AutoCloseable
             () -> closing,
             this::requestStop,
             controlFile.header().epoch(),
-            runDirectory.controlFile().toAbsolutePath().toString());
+            runDirectory.controlFile().toAbsolutePath().toString(),
+            adopted);
     }
 
     /**
@@ -145,6 +148,9 @@ public final class MrdServer implements AutoCloseable
      *                  queues a gone client left are destroyed through.
      * @param onStop    what a permitted STOP runs once its reply is written; it must not close the daemon on the
      *                  calling thread (an event-loop or worker thread that {@link #close()} waits for).
+     * @param adopted   the clients of the daemon this one adopted ({@link AdoptedClients#NONE} when started
+     *                  afresh): new clients get ids above theirs, and what is left of them is reclaimed once
+     *                  {@code --adoption-grace} has passed.
      * @throws MrdException when the socket cannot be bound or the window reserved, saying why.
      */
     public static MrdServer start(
@@ -155,7 +161,8 @@ public final class MrdServer implements AutoCloseable
         final Registrar registrar,
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
-        final Runnable onStop)
+        final Runnable onStop,
+        final AdoptedClients adopted)
     {
         if (!Epoll.isAvailable())
         {
@@ -174,7 +181,7 @@ public final class MrdServer implements AutoCloseable
         try
         {
             server = new MrdServer(context, runDirectory, controlFile, engine, registrar, counters, errorLog, onStop,
-                external);
+                external, adopted);
         }
         catch (final RuntimeException ex)
         {
@@ -184,6 +191,7 @@ public final class MrdServer implements AutoCloseable
         try
         {
             server.bind();
+            server.sessionServices.reclaim().reclaimAfterGrace(adopted, context.get(ADOPTION_GRACE));
             return server;
         }
         catch (final RuntimeException ex)

@@ -3,6 +3,7 @@ package io.mrd.primary.server;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
+import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.FrameDescriptor;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.protocol.MessageType;
@@ -160,7 +161,19 @@ final class PeerHandshake
     Message.Reply hello(final Message.Hello hello)
     {
         final String clean = ClientTable.printable(hello.name());
-        final int id = services.clientIds().getAsInt();
+        if (0 != hello.resumeClientId())
+        {
+            try
+            {
+                services.adopted().claim(hello.resumeClientId(), pid, uid);
+            }
+            catch (final MrdException ex)
+            {
+                services.refusals().refused("client pid " + pid + " (" + clean + ") cannot resume: " + ex.oneLine());
+                return new Message.Status(MessageType.HELLO, ex.code(), ex.getMessage());
+            }
+        }
+        final int id = 0 != hello.resumeClientId() ? hello.resumeClientId() : services.clientIds().getAsInt();
         final int taken = services.clients().add(id, pid, uid, gid, clean);
         if (taken < 0)
         {
@@ -176,7 +189,8 @@ final class PeerHandshake
         clientId = id;
         services.counters().increment(MrdCounter.CLIENTS_TOTAL);
         services.journal().clientAttached(id, pid, uid);
-        LOG.info("client {} (pid {}, uid {}, {}) connected", id, pid, uid, clean.isEmpty() ? "no name" : clean);
+        LOG.info("client {} (pid {}, uid {}, {}) {}", id, pid, uid, clean.isEmpty() ? "no name" : clean,
+            0 != hello.resumeClientId() ? "resumed, keeping what it held" : "connected");
         return new Message.Welcome(ErrorCode.OK, "", id, services.epoch(), HeaderDescriptor.LAYOUT_VERSION,
             services.controlFilePath());
     }

@@ -26,6 +26,7 @@ import java.util.function.IntSupplier;
  * @param stop            what a permitted STOP runs once its reply is written (failures are recorded).
  * @param epoch           the daemon's epoch, told in WELCOME.
  * @param controlFilePath the control file's absolute path, told in WELCOME.
+ * @param adopted         the clients of the daemon this one adopted, which may resume (none when started afresh).
  */
 record SessionServices(
     PeerPolicy peerPolicy,
@@ -42,6 +43,7 @@ record SessionServices(
     BooleanSupplier serverClosing,
     Runnable stop,
     long epoch,
-    String controlFilePath)
+    String controlFilePath,
+    AdoptedClients adopted)
 {
 }

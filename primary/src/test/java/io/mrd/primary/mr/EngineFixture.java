@@ -676,6 +676,11 @@ final class EngineFixture implements AutoCloseable
         /** Runs before each deregistration reaches the provider, to observe the engine at that moment. */
         volatile Consumer<Registration> beforeDeregister = registration -> {};
 
+        public Registration adopt(final Registration recorded, final int access)
+        {
+            return delegate.adopt(recorded, access);
+        }
+
         public void deregister(final Registration registration)
         {
             beforeDeregister.accept(registration);

@@ -199,9 +199,9 @@ final class IbverbsRegistrarTest
     @Test
     void mirrorsStructIbvDeviceAttrUpToMaxMrSize()
     {
-        assertEquals(EmulatedDevice.layoutOf("sizeof.ibv_device_attr"), IbverbsRegistrar.DEVICE_ATTR_SIZE,
+        assertEquals(EmulatedDevice.layoutOf("sizeof.ibv_device_attr"), IbverbsDevice.DEVICE_ATTR_SIZE,
             "sizeof(struct ibv_device_attr)");
-        assertEquals(EmulatedDevice.layoutOf("ibv_device_attr.max_mr_size"), IbverbsRegistrar.DEVICE_ATTR_MAX_MR_SIZE,
+        assertEquals(EmulatedDevice.layoutOf("ibv_device_attr.max_mr_size"), IbverbsDevice.DEVICE_ATTR_MAX_MR_SIZE,
             "offsetof(struct ibv_device_attr, max_mr_size)");
     }
 

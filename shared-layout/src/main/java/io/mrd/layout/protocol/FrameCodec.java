@@ -68,6 +68,10 @@ public final class FrameCodec
             {
                 buffer.putInt(at, m.version(), ORDER);
                 at = putString(buffer, at + SIZE_OF_INT, m.name(), MAX_NAME_LENGTH);
+                if (0 != m.resumeClientId())
+                {
+                    at = putInt(buffer, at, m.resumeClientId());
+                }
             }
             case Message.CreateMr m -> at = putLongs(buffer, at, m.address(), m.length());
             case Message.Alloc m -> at = putInt(buffer, putLongs(buffer, at, m.length()), m.access());
@@ -91,7 +95,8 @@ public final class FrameCodec
         }
         final int length = at - offset;
         // The codec owns FLAG_REGISTER: it says how the ALLOC payload reads, so it follows the message.
-        final int allFlags = flags | (registers(message) ? FLAG_REGISTER : 0);
+        final int allFlags = flags | (registers(message) ? FLAG_REGISTER : 0) |
+            (message instanceof Message.Hello h && 0 != h.resumeClientId() ? FLAG_RESUME : 0);
         if (length > MAX_FRAME_LENGTH)
         {
             throw new MrdException(ErrorCode.EMSGSIZE, message.type() + " frame of " + length + " bytes exceeds " +
@@ -165,9 +170,16 @@ public final class FrameCodec
         }
         final MessageType type = MessageType.of(c.rawType);
         final boolean register = c.register(type == MessageType.ALLOC);
+        c.resume(type == MessageType.HELLO);
         final Message body = switch (null == type ? MessageType.ERROR : type)
         {
-            case HELLO -> new Message.Hello(c.i32(), c.string(MAX_NAME_LENGTH));
+            case HELLO ->
+            {
+                final int version = c.i32();
+                final String name = c.string(MAX_NAME_LENGTH);
+                yield new Message.Hello(version, name, 0 != (c.flags & FLAG_RESUME) ? c.positiveI32("resumed client id")
+                    : 0);
+            }
             case CREATE_MR -> new Message.CreateMr(c.i64(), c.i64());
             case ALLOC -> new Message.Alloc(c.i64(), c.i32(), register);
             case FREE -> new Message.Free(c.i64(), c.i64());
@@ -202,6 +214,7 @@ public final class FrameCodec
         final int errno = c.i32();
         final ErrorCode status = ErrorCode.of(errno);
         final boolean registered = c.register(type == MessageType.ALLOC && status == ErrorCode.OK);
+        c.resume(false);
         final Message.Reply body;
         if (status != ErrorCode.OK)
         {
@@ -284,7 +297,7 @@ public final class FrameCodec
             throw protocol("frame length field says " + declared + " but the frame has " + length + " bytes");
         }
         final int flags = buffer.getShort(offset + FLAGS_OFFSET, ORDER) & 0xFFFF;
-        if ((flags & ~(FLAG_FD | FLAG_REGISTER)) != 0)
+        if ((flags & ~(FLAG_FD | FLAG_REGISTER | FLAG_RESUME)) != 0)
         {
             throw protocol("unknown flags 0x" + Integer.toHexString(flags));
         }
@@ -396,6 +409,26 @@ public final class FrameCodec
          *                replies only a successful one).
          * @return whether it does.
          */
+        int positiveI32(final String what)
+        {
+            final int value = i32();
+            if (value <= 0)
+            {
+                throw protocol("type 0x" + Integer.toHexString(rawType) + " carries " + what + " " + value +
+                    ", which must be positive");
+            }
+            return value;
+        }
+
+        void resume(final boolean allowed)
+        {
+            if ((flags & FLAG_RESUME) != 0 && !allowed)
+            {
+                throw protocol("type 0x" + Integer.toHexString(rawType) + " has FLAG_RESUME, which only HELLO may " +
+                    "carry");
+            }
+        }
+
         boolean register(final boolean allowed)
         {
             final boolean register = (flags & FLAG_REGISTER) != 0;

@@ -62,6 +62,14 @@ public final class FrameDescriptor
     public static final int FLAG_REGISTER = 2;
 
     /**
+     * Flag, on HELLO only: the client resumes after its daemon died and a successor adopted its state
+     * (docs/adoption.md), and the payload carries, after the name, the id the predecessor gave it. The successor
+     * admits it with that id when the id is one it adopted and the peer's pid and uid ({@code SO_PEERCRED}) are the
+     * ones its predecessor recorded; a daemon without it refuses the flag as unknown.
+     */
+    public static final int FLAG_RESUME = 4;
+
+    /**
      * Version of the protocol; HELLO carries it and the primary refuses another. Version 2 carries access: ALLOC's
      * {@code flags} became its access, REG_EXTERNAL gained one, and the replies to CREATE_MR, ALLOC and
      * REG_EXTERNAL carry the access (and the first and last the rkey).

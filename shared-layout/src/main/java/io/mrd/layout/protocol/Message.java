@@ -15,9 +15,20 @@ public sealed interface Message
     {
     }
 
-    /** {@code HELLO(version, name)}: the first request on a connection. */
-    record Hello(int version, String name) implements Request
+    /**
+     * {@code HELLO(version, name)}: the first request on a connection.
+     *
+     * @param resumeClientId 0 for a new client; else the id a dead predecessor gave the client, which resumes with
+     *                       it ({@link FrameDescriptor#FLAG_RESUME}).
+     */
+    record Hello(int version, String name, int resumeClientId) implements Request
     {
+        /** A new client's HELLO. */
+        public Hello(final int version, final String name)
+        {
+            this(version, name, 0);
+        }
+
         public MessageType type()
         {
             return MessageType.HELLO;

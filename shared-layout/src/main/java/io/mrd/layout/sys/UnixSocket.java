@@ -110,22 +110,14 @@ public final class UnixSocket implements AutoCloseable
      */
     public static UnixSocket connect(final Path path)
     {
-        final byte[] name = path.toString().getBytes(StandardCharsets.UTF_8);
-        if (name.length >= SUN_PATH_LENGTH)
-        {
-            throw new MrdException(ErrorCode.EINVAL, "socket path " + path + " is " + name.length +
-                " bytes, longer than a Unix socket allows (" + (SUN_PATH_LENGTH - 1) + "): use a shorter --dir");
-        }
         final int fd = socket();
         try (Arena arena = Arena.ofConfined())
         {
-            final MemorySegment address = arena.allocate(SOCKADDR_UN_LENGTH, 8);
-            address.set(JAVA_SHORT, 0, (short)AF_UNIX);
-            MemorySegment.copy(name, 0, address, JAVA_BYTE, 2, name.length);
+            final MemorySegment address = socketAddress(arena, path);
             int rc;
             do
             {
-                rc = (int)CONNECT.invokeExact(Libc.callState(), fd, address, 2 + name.length + 1);
+                rc = (int)CONNECT.invokeExact(Libc.callState(), fd, address, (int)address.byteSize());
             }
             while (rc != 0 && Libc.errno() == ErrorCode.EINTR.errno());
             if (rc != 0)
@@ -141,6 +133,25 @@ public final class UnixSocket implements AutoCloseable
             Posix.close(fd);
             throw Libc.rethrow(t);
         }
+    }
+
+    /**
+     * @return {@code struct sockaddr_un} of {@code path}, as long as {@code connect} and {@code bind} take it
+     * (family, path, NUL); also {@link UnixListener}'s.
+     * @throws MrdException EINVAL when the path is longer than {@link #SUN_PATH_LENGTH} - 1 bytes.
+     */
+    static MemorySegment socketAddress(final Arena arena, final Path path)
+    {
+        final byte[] name = path.toString().getBytes(StandardCharsets.UTF_8);
+        if (name.length >= SUN_PATH_LENGTH)
+        {
+            throw new MrdException(ErrorCode.EINVAL, "socket path " + path + " is " + name.length +
+                " bytes, longer than a Unix socket allows (" + (SUN_PATH_LENGTH - 1) + "): use a shorter --dir");
+        }
+        final MemorySegment address = arena.allocate(SOCKADDR_UN_LENGTH, 8);
+        address.set(JAVA_SHORT, 0, (short)AF_UNIX);
+        MemorySegment.copy(name, 0, address, JAVA_BYTE, 2, name.length);
+        return address.asSlice(0, 2 + name.length + 1);
     }
 
     /**
@@ -526,7 +537,8 @@ public final class UnixSocket implements AutoCloseable
         return "UnixSocket[fd " + fd + ", " + peer + (closed ? ", closed" : "") + "]";
     }
 
-    private static int socket()
+    /** {@code socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC)}; also {@link UnixListener}'s. */
+    static int socket()
     {
         try
         {

@@ -207,10 +207,34 @@ class FrameCodecPropertyTest
             FrameDescriptor.FLAG_REGISTER), true, "FLAG_REGISTER");
         refused(encodeWithFlag(new Message.MrCreated(ErrorCode.OK, "", 1, 2, 3, 4, 1), FrameDescriptor.FLAG_REGISTER),
             true, "FLAG_REGISTER");
-        refused(encodeWithFlag(new Message.Alloc(2L << 20, 0, true), 0x4), false, "unknown flags 0x6");
+        refused(encodeWithFlag(new Message.Alloc(2L << 20, 0, true), 0x8), false, "unknown flags 0xa");
         // and a registered reply cut before its keys is truncated, not read as a plain one
         final byte[] plainFlagged = encodeWithFlag(plain, FrameDescriptor.FLAG_REGISTER);
         refused(plainFlagged, true, "truncated");
+    }
+
+    @Example
+    void resumeOnHelloCarriesTheClientIdAndRidesOnNothingElse()
+    {
+        final Message.Hello resume = new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "worker", 42);
+        final byte[] bytes = encode(1, 0, resume);
+        final UnsafeBuffer buffer = new UnsafeBuffer(bytes);
+        assertEquals(FrameDescriptor.FLAG_RESUME, buffer.getShort(FrameDescriptor.FLAGS_OFFSET) & 0xFFFF);
+        assertEquals(resume, FrameCodec.decodeRequest(buffer, 0, bytes.length).message());
+        final byte[] plain = encode(1, 0, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "worker"));
+        assertEquals(plain.length + 4, bytes.length, "the id, and nothing else, is added");
+        assertEquals(0, new UnsafeBuffer(plain).getShort(FrameDescriptor.FLAGS_OFFSET));
+
+        refused(encodeWithFlag(new Message.Free(0x1000_0000_0000L, 2L << 20), FrameDescriptor.FLAG_RESUME), false,
+            "FLAG_RESUME");
+        refused(encodeWithFlag(new Message.Status(MessageType.HELLO, ErrorCode.ESRCH, "gone"),
+            FrameDescriptor.FLAG_RESUME), true, "FLAG_RESUME");
+        // a HELLO flagged without its id is truncated; an id that is not positive is refused
+        refused(encodeWithFlag(new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "w"), FrameDescriptor.FLAG_RESUME),
+            false, "truncated");
+        final byte[] zero = encode(1, 0, resume);
+        new UnsafeBuffer(zero).putInt(zero.length - 4, 0, java.nio.ByteOrder.LITTLE_ENDIAN);
+        refused(zero, false, "must be positive");
     }
 
     private static byte[] encodeWithFlag(final Message message, final int flag)
