@@ -41,14 +41,13 @@ import static io.mrd.primary.DaemonSettings.MR_EXT_MEMSEG;
  * {@link Predecessor#find} has checked, instead of starting afresh. The steps, in order:
  * <ol>
  *   <li>map the same control file read-write (the secondaries keep theirs) and read the predecessor's clients;</li>
- *   <li>write this daemon's epoch, with the adopted one beside it (the lineage), and a fresh heartbeat (its pid once
- *   it serves);</li>
  *   <li>map the memory lists from the files the holder kept, at the same addresses, with the allocations the
  *   control file records;</li>
  *   <li>import the device and PD ({@code ibverbs}), or start the provider ({@code soft});</li>
  *   <li>take over every MR by handle, checked against the device (nothing is registered: the device's count of
  *   registrations does not move), and keep the global cache as it is;</li>
- *   <li>serve, keeping the clients' allocations for the grace period, and keep the holder, which now stands for
+ *   <li>write this daemon's epoch, with the adopted one beside it (the lineage), and a fresh heartbeat; serve,
+ *   keeping the clients' allocations for the grace period; write its pid; keep the holder, which now stands for
  *   this daemon.</li>
  * </ol>
  * A failure at any step undoes the steps before it and throws; the caller then starts afresh.
@@ -78,15 +77,6 @@ final class DaemonAdoption
             ctl = ControlFile.openReadWrite(predecessor.controlFile());
             final AdoptedClients clients = AdoptedClients.read(ctl);
             final ControlHeader header = ctl.header();
-            final long now = System.currentTimeMillis();
-            // The pid is written once the daemon serves: 'mrd start' and the tools take a header naming a live pid
-            // for a daemon that answers.
-            header.adoptedEpoch(predecessor.epoch())
-                .epoch(epoch)
-                .startTimeMs(now)
-                .heartbeatMs(now)
-                .heartbeatIntervalMs(context.get(HEARTBEAT_INTERVAL))
-                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.get(HEARTBEAT_INTERVAL)));
 
             journal = MrdDaemon.openJournal(context, runDirectory, epoch);
             journal.daemonStarted(epoch, ProcessHandle.current().pid(), context.get(JOURNAL_SIZE));
@@ -103,6 +93,17 @@ final class DaemonAdoption
                 errorLog, context.get(MR_EXT_MEMSEG), journal);
             daemon = new MrdDaemon(context, runDirectory, ctl, target(predecessor.controlFile()), counters, errorLog,
                 memory, registrar, engine, journal);
+            // The lineage is written only now, all checks passed: a successor killed before this leaves the header
+            // naming the predecessor still, so that a third daemon adopts it and the clients in the gap, waiting for
+            // a daemon that names their epoch as adopted, resume with that one. The pid comes once the daemon
+            // serves: 'mrd start' and the tools take a header naming a live pid for a daemon that answers.
+            final long now = System.currentTimeMillis();
+            header.adoptedEpoch(predecessor.epoch())
+                .epoch(epoch)
+                .startTimeMs(now)
+                .heartbeatMs(now)
+                .heartbeatIntervalMs(context.get(HEARTBEAT_INTERVAL))
+                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.get(HEARTBEAT_INTERVAL)));
             daemon.serve(clients);
             header.pid(ProcessHandle.current().pid());
             final HolderLink holder = predecessor.keepHolder();

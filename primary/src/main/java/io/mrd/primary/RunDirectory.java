@@ -113,6 +113,16 @@ public final class RunDirectory
             throw Posix.failure(errno, "flock(" + lockFile() + ")");
         }
         lockFd = fd;
+        // Who holds the lock, for a daemon that loses the race for it: the control file names its daemon only once
+        // that daemon serves (a successor adopting its predecessor's file names the predecessor until then).
+        try
+        {
+            Files.writeString(lockFile(), ProcessHandle.current().pid() + "\n");
+        }
+        catch (final IOException ex)
+        {
+            // the loser then names the control file's pid, as before
+        }
     }
 
     /**
@@ -200,6 +210,18 @@ public final class RunDirectory
 
     private String describePid()
     {
+        try
+        {
+            final long holder = Long.parseLong(Files.readString(lockFile()).strip());
+            if (ProcessHandle.of(holder).map(ProcessHandle::isAlive).orElse(false))
+            {
+                return " (pid " + holder + ")";
+            }
+        }
+        catch (final IOException | NumberFormatException ex)
+        {
+            // an older daemon's empty lock file: the control file names it
+        }
         return RunDirectoryReader.readSummary(dir).map(s -> " (pid " + s.pid() + ")")
             .orElse(" (pid not yet published)");
     }

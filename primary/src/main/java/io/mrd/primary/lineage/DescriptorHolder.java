@@ -160,13 +160,15 @@ public final class DescriptorHolder
 
     private boolean deposit(final UnixSocket peer, final HolderChannel.Received received)
     {
-        if (null != owner)
+        // Only the daemon that started this holder deposits, once: what it holds is then a dead daemon's until a
+        // successor takes it, and nobody may swap a device of their own in for it.
+        if (null != held)
         {
             received.closeAll();
-            LOG.warn("refused a deposit: the descriptors are held for a live daemon");
+            LOG.warn("refused a deposit: the holder holds a daemon's descriptors already{}",
+                null == owner ? " (for its successor)" : "");
             return false;
         }
-        closeHeld();
         held = received;
         owner = peer;
         LOG.info("holding {} descriptors of epoch {} ({})", received.fds().length,

@@ -301,13 +301,16 @@ final class MrTable
     }
 
     /**
-     * Write section: detaches every ACTIVE MR (shutdown).
+     * Write section: detaches every ACTIVE MR this table has a registration of (shutdown; a successor whose
+     * adoption failed part way leaves the records it did not take over as they are, for the fresh start that
+     * follows to remove).
      */
     void detachAll()
     {
         for (int slot = 0; slot < highWater; slot++)
         {
-            if (record.wrap(buffer, layout.mrOffset(slot)).state() == MrDescriptor.STATE_ACTIVE)
+            if (record.wrap(buffer, layout.mrOffset(slot)).state() == MrDescriptor.STATE_ACTIVE &&
+                null != registrations[slot])
             {
                 detach(slot);
             }
