@@ -36,6 +36,7 @@ import java.util.Locale;
         "  mrd start --dir /tmp/mrd            start a daemon in the background",
         "  mrd status --dir /tmp/mrd           is it alive?",
         "  mrd stop --dir /tmp/mrd             graceful shutdown",
+        "  mrd restart --dir /tmp/mrd          a new daemon adopts the running one's registrations",
         "  mrd events --dir /tmp/mrd           what the daemon did (also after a crash)",
         "",
         "Exit codes: 0 success, 1 failure or not running, 2 bad command line (no command, an unknown option, " +
@@ -44,6 +45,7 @@ import java.util.Locale;
     subcommands = {
         StartCommand.class,
         StopCommand.class,
+        RestartCommand.class,
         StatusCommand.class,
         DumpCommand.class,
         StatCommand.class,

@@ -124,7 +124,7 @@ final class CommandLineErrorsTest
     static List<Row> inProcessRows()
     {
         final List<Row> rows = new ArrayList<>(List.of(
-            row(2, "^mrd: EINVAL: no command given: give one of start, stop, status"),
+            row(2, "^mrd: EINVAL: no command given: give one of start, stop, restart, status"),
             row(2, "^mrd: EINVAL: Unmatched argument .*'nosuch'", "nosuch"),
             row(2, "^mrd: EINVAL: Unknown option: '--nosuch'", "--nosuch"),
             row(2, "^mrd: EINVAL: Unknown subcommand 'nosuch'", "help", "nosuch"),
@@ -217,6 +217,10 @@ final class CommandLineErrorsTest
             row(2, "--dir': path '' is empty", "stop", "--dir", ""),
             row(1, "ENOTDIR: cannot use run directory {file}: {file} is not a directory", "stop", "--dir", "{file}"),
             row(1, "ESRCH: no daemon running in {missing}", "stop", "--dir", "{missing}"),
+
+            // restart checks its own options before it asks any daemon to hand over (never {live}'s)
+            row(2, "--timeout 0 must be between 1 and 86400", "restart", "--dir", "{live}", "--timeout", "0"),
+            row(1, "ESRCH: no daemon running in {missing} to hand over", "restart", "--dir", "{missing}"),
 
             row(2, "--dir': path '' is empty", "status", "--dir", ""),
             row(1, "ENOTDIR: cannot use run directory {file}: {file} is not a directory", "status", "--dir", "{file}"),

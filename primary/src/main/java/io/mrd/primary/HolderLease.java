@@ -72,6 +72,33 @@ final class HolderLease
      */
     void release()
     {
+        final HolderLink held = end();
+        if (null != held)
+        {
+            held.release();
+        }
+    }
+
+    /**
+     * Lets go of the holder without releasing it, as a crash would: it then keeps everything for a successor (a
+     * handover). Cancels a start in progress.
+     */
+    void letGo()
+    {
+        final HolderLink held = end();
+        if (null != held)
+        {
+            held.close();
+        }
+    }
+
+    /**
+     * Ends the lease: no holder is kept from now on, a start in progress is cancelled and waited for.
+     *
+     * @return the holder kept until now, or null.
+     */
+    private HolderLink end()
+    {
         synchronized (this)
         {
             released = true;
@@ -88,15 +115,11 @@ final class HolderLease
                 Thread.currentThread().interrupt();
             }
         }
-        final HolderLink held;
         synchronized (this)
         {
-            held = link;
+            final HolderLink held = link;
             link = null;
-        }
-        if (null != held)
-        {
-            held.release();
+            return held;
         }
     }
 

@@ -273,7 +273,7 @@ public final class MrdDaemon implements AutoCloseable
         try
         {
             server = MrdServer.start(context, runDirectory, controlFile, engine, registrar, counters, errorLog,
-                this::requestStop, adopted);
+                this::requestStop, this::requestHandover, adopted);
         }
         catch (final RuntimeException ex)
         {
@@ -461,6 +461,63 @@ public final class MrdDaemon implements AutoCloseable
     public void requestStop()
     {
         Thread.ofPlatform().name("mrd-stop").start(this::close);
+    }
+
+    /**
+     * Hands over on a thread of its own: what a STOP with {@code FLAG_HANDOVER} runs ({@code mrd restart}).
+     */
+    public void requestHandover()
+    {
+        Thread.ofPlatform().name("mrd-handover").start(this::handOver);
+    }
+
+    /**
+     * Hands over to a successor ({@code mrd restart}, docs/adoption.md): stops the heartbeat without marking it
+     * closed, stops accepting and closes every connection (the clients that ride through gaps wait for the
+     * successor), flushes the journal, lets go of the holder without releasing it and unlocks the directory; the
+     * MRs, the memory, the device and the files stay for the successor, which adopts them as after a crash, and
+     * the process ends as {@link #close()}'s would.
+     */
+    public synchronized void handOver()
+    {
+        if (closing)
+        {
+            return;
+        }
+        closing = true;
+        LOG.info("handing over: leaving every registration and the memory to a successor");
+        try
+        {
+            heartbeat.interrupt();
+            try
+            {
+                heartbeat.join(5_000);
+            }
+            catch (final InterruptedException ex)
+            {
+                Thread.currentThread().interrupt();
+            }
+            if (null != server)
+            {
+                server.close();
+            }
+            if (null != metrics)
+            {
+                metrics.close();
+            }
+            holder.letGo();
+            journal.close();
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("handover failed part way", ex);
+        }
+        finally
+        {
+            runDirectory.unlock();
+            LOG.info("handed over");
+            closed.countDown();
+        }
     }
 
     /**

@@ -187,7 +187,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             case Message.Hello hello -> protocolError(correlationId, type, "HELLO sent twice: this connection is " +
                 "client " + peer.clientId() + " already");
             case Message.RegExternal reg -> fd.request(correlationId, reg);
-            case Message.Stop stop -> stop(correlationId, startNs);
+            case Message.Stop stop -> stop(correlationId, startNs, stop.handover());
             case Message.ImportPd importPd -> pdImport.answer(correlationId);
             case Message.Request request ->
             {
@@ -224,7 +224,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
         dispatch.reply(correlationId, answer);
     }
 
-    private void stop(final long correlationId, final long startNs)
+    private void stop(final long correlationId, final long startNs, final boolean handover)
     {
         final String refused = peer.stopRefusal();
         if (null != refused)
@@ -233,7 +233,8 @@ final class ClientSession extends ChannelInboundHandlerAdapter
             return;
         }
         dispatch.submit(correlationId, MessageType.STOP, startNs,
-            () -> new Message.Status(MessageType.STOP, ErrorCode.OK, "stopping"), services.stop());
+            () -> new Message.Status(MessageType.STOP, ErrorCode.OK, handover ? "handing over" : "stopping"),
+            handover ? services.handover() : services.stop());
     }
 
     /**

@@ -78,6 +78,7 @@ public final class MrdServer implements AutoCloseable
     private final ExternalRegistrations external;
     private final RefusalLog refusals;
     private final Runnable onStop;
+    private final Runnable onHandover;
     private final ThreadPoolExecutor workers;
     /**
      * Reclaims of closed clients, one at a time on a thread of their own: never refused for a full queue and
@@ -101,7 +102,8 @@ public final class MrdServer implements AutoCloseable
         final DistinctErrorLog errorLog,
         final Runnable onStop,
         final ExternalRegistrations external,
-        final AdoptedClients adopted)
+        final AdoptedClients adopted,
+        final Runnable onHandover)
     {
         this.socketFile = runDirectory.socketFile();
         this.counters = counters;
@@ -111,6 +113,7 @@ public final class MrdServer implements AutoCloseable
         this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
+        this.onHandover = onHandover;
         final AtomicInteger workerNumber = new AtomicInteger();
         final int workerThreads = context.get(WORKER_THREADS);
         this.workers = new ThreadPoolExecutor(workerThreads, workerThreads, 0, TimeUnit.SECONDS,
@@ -135,7 +138,8 @@ public final class MrdServer implements AutoCloseable
             refusals,
             failures,
             () -> closing,
-            this::requestStop,
+            () -> requestStop(onStop, "STOP"),
+            () -> requestStop(onHandover, "STOP with FLAG_HANDOVER"),
             controlFile.header().epoch(),
             runDirectory.controlFile().toAbsolutePath().toString(),
             adopted);
@@ -148,6 +152,8 @@ public final class MrdServer implements AutoCloseable
      *                  queues a gone client left are destroyed through.
      * @param onStop    what a permitted STOP runs once its reply is written; it must not close the daemon on the
      *                  calling thread (an event-loop or worker thread that {@link #close()} waits for).
+     * @param onHandover what a permitted STOP with {@code FLAG_HANDOVER} runs ({@code mrd restart}), as
+     *                  {@code onStop} runs.
      * @param adopted   the clients of the daemon this one adopted ({@link AdoptedClients#NONE} when started
      *                  afresh): new clients get ids above theirs, and what is left of them is reclaimed once
      *                  {@code --adoption-grace} has passed.
@@ -162,6 +168,7 @@ public final class MrdServer implements AutoCloseable
         final DaemonCounters counters,
         final DistinctErrorLog errorLog,
         final Runnable onStop,
+        final Runnable onHandover,
         final AdoptedClients adopted)
     {
         if (!Epoll.isAvailable())
@@ -181,7 +188,7 @@ public final class MrdServer implements AutoCloseable
         try
         {
             server = new MrdServer(context, runDirectory, controlFile, engine, registrar, counters, errorLog, onStop,
-                external, adopted);
+                external, adopted, onHandover);
         }
         catch (final RuntimeException ex)
         {
@@ -294,17 +301,17 @@ public final class MrdServer implements AutoCloseable
     }
 
     /**
-     * Runs the daemon's STOP, once a permitted STOP's reply is written, on a worker.
+     * Runs the daemon's STOP (or handover), once a permitted STOP's reply is written, on a worker.
      */
-    private void requestStop()
+    private void requestStop(final Runnable what, final String request)
     {
         try
         {
-            onStop.run();
+            what.run();
         }
         catch (final RuntimeException ex)
         {
-            failures.unexpected("STOP", ex);
+            failures.unexpected(request, ex);
         }
     }
 

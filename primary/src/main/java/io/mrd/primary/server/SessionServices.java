@@ -24,6 +24,7 @@ import java.util.function.IntSupplier;
  * @param failures        where bugs are recorded.
  * @param serverClosing   true once the server is closing: CREATE_MR goes to the workers, which refuse it.
  * @param stop            what a permitted STOP runs once its reply is written (failures are recorded).
+ * @param handover        what a permitted STOP with {@code FLAG_HANDOVER} runs instead ({@code mrd restart}).
  * @param epoch           the daemon's epoch, told in WELCOME.
  * @param controlFilePath the control file's absolute path, told in WELCOME.
  * @param adopted         the clients of the daemon this one adopted, which may resume (none when started afresh).
@@ -42,6 +43,7 @@ record SessionServices(
     FailureLog failures,
     BooleanSupplier serverClosing,
     Runnable stop,
+    Runnable handover,
     long epoch,
     String controlFilePath,
     AdoptedClients adopted)

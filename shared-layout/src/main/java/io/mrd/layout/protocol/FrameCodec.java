@@ -96,7 +96,8 @@ public final class FrameCodec
         final int length = at - offset;
         // The codec owns FLAG_REGISTER: it says how the ALLOC payload reads, so it follows the message.
         final int allFlags = flags | (registers(message) ? FLAG_REGISTER : 0) |
-            (message instanceof Message.Hello h && 0 != h.resumeClientId() ? FLAG_RESUME : 0);
+            (message instanceof Message.Hello h && 0 != h.resumeClientId() ? FLAG_RESUME : 0) |
+            (message instanceof Message.Stop s && s.handover() ? FLAG_HANDOVER : 0);
         if (length > MAX_FRAME_LENGTH)
         {
             throw new MrdException(ErrorCode.EMSGSIZE, message.type() + " frame of " + length + " bytes exceeds " +
@@ -171,6 +172,7 @@ public final class FrameCodec
         final MessageType type = MessageType.of(c.rawType);
         final boolean register = c.register(type == MessageType.ALLOC);
         c.resume(type == MessageType.HELLO);
+        c.allowed(FLAG_HANDOVER, "FLAG_HANDOVER", MessageType.STOP, type == MessageType.STOP);
         final Message body = switch (null == type ? MessageType.ERROR : type)
         {
             case HELLO ->
@@ -185,7 +187,7 @@ public final class FrameCodec
             case FREE -> new Message.Free(c.i64(), c.i64());
             case REG_EXTERNAL -> new Message.RegExternal(c.i64(), c.i32());
             case DEREG_EXTERNAL -> new Message.DeregExternal(c.i64());
-            case STOP -> new Message.Stop();
+            case STOP -> new Message.Stop(0 != (c.flags & FLAG_HANDOVER));
             case IMPORT_PD -> new Message.ImportPd();
             case QUEUES -> new Message.Queues(c.i32(), c.i32(), c.i32());
             case SEND_FD, ERROR -> throw protocol("unknown request type " + c.rawType);
@@ -215,6 +217,7 @@ public final class FrameCodec
         final ErrorCode status = ErrorCode.of(errno);
         final boolean registered = c.register(type == MessageType.ALLOC && status == ErrorCode.OK);
         c.resume(false);
+        c.allowed(FLAG_HANDOVER, "FLAG_HANDOVER", MessageType.STOP, false);
         final Message.Reply body;
         if (status != ErrorCode.OK)
         {
@@ -297,7 +300,7 @@ public final class FrameCodec
             throw protocol("frame length field says " + declared + " but the frame has " + length + " bytes");
         }
         final int flags = buffer.getShort(offset + FLAGS_OFFSET, ORDER) & 0xFFFF;
-        if ((flags & ~(FLAG_FD | FLAG_REGISTER | FLAG_RESUME)) != 0)
+        if ((flags & ~(FLAG_FD | FLAG_REGISTER | FLAG_RESUME | FLAG_HANDOVER)) != 0)
         {
             throw protocol("unknown flags 0x" + Integer.toHexString(flags));
         }
@@ -422,10 +425,18 @@ public final class FrameCodec
 
         void resume(final boolean allowed)
         {
-            if ((flags & FLAG_RESUME) != 0 && !allowed)
+            allowed(FLAG_RESUME, "FLAG_RESUME", MessageType.HELLO, allowed);
+        }
+
+        /**
+         * @throws MrdException EPROTO when the frame has {@code flag} but its type may not carry it.
+         */
+        void allowed(final int flag, final String name, final MessageType carrier, final boolean allowed)
+        {
+            if ((flags & flag) != 0 && !allowed)
             {
-                throw protocol("type 0x" + Integer.toHexString(rawType) + " has FLAG_RESUME, which only HELLO may " +
-                    "carry");
+                throw protocol("type 0x" + Integer.toHexString(rawType) + " has " + name + ", which only " + carrier +
+                    " may carry");
             }
         }
 

@@ -70,6 +70,13 @@ public final class FrameDescriptor
     public static final int FLAG_RESUME = 4;
 
     /**
+     * Flag, on STOP only: hand over instead of stopping ({@code mrd restart}, docs/adoption.md): the daemon stops
+     * accepting and exits without deregistering anything, its descriptor holder keeping the device and the memory
+     * for the successor that adopts them.
+     */
+    public static final int FLAG_HANDOVER = 8;
+
+    /**
      * Version of the protocol; HELLO carries it and the primary refuses another. Version 2 carries access: ALLOC's
      * {@code flags} became its access, REG_EXTERNAL gained one, and the replies to CREATE_MR, ALLOC and
      * REG_EXTERNAL carry the access (and the first and last the rkey).

@@ -95,8 +95,19 @@ public sealed interface Message
     }
 
     /** {@code STOP}: graceful shutdown (peers of the daemon's uid only). */
-    record Stop() implements Request
+    /**
+     * {@code STOP}: stop the daemon.
+     *
+     * @param handover hand over to a successor instead ({@link FrameDescriptor#FLAG_HANDOVER}).
+     */
+    record Stop(boolean handover) implements Request
     {
+        /** A plain stop. */
+        public Stop()
+        {
+            this(false);
+        }
+
         public MessageType type()
         {
             return MessageType.STOP;

@@ -122,7 +122,11 @@ class FrameCodecPropertyTest
             FrameCodec.decodeRequest(buffer, 0, bytes.length);
         final boolean registers = message instanceof Message.Alloc a && a.register() ||
             message instanceof Message.Allocated r && r.registered();
-        assertEquals(new Frame(correlationId, flags | (registers ? FrameDescriptor.FLAG_REGISTER : 0), message), frame);
+        // the codec owns the flags that say how a payload reads or what a request asks: they follow the message
+        final int owned = (registers ? FrameDescriptor.FLAG_REGISTER : 0) |
+            (message instanceof Message.Hello h && 0 != h.resumeClientId() ? FrameDescriptor.FLAG_RESUME : 0) |
+            (message instanceof Message.Stop s && s.handover() ? FrameDescriptor.FLAG_HANDOVER : 0);
+        assertEquals(new Frame(correlationId, flags | owned, message), frame);
         // and a request is never taken for a reply, nor a reply for a request
         final MrdException wrongSide = org.junit.jupiter.api.Assertions.assertThrows(MrdException.class, () ->
         {
@@ -207,7 +211,7 @@ class FrameCodecPropertyTest
             FrameDescriptor.FLAG_REGISTER), true, "FLAG_REGISTER");
         refused(encodeWithFlag(new Message.MrCreated(ErrorCode.OK, "", 1, 2, 3, 4, 1), FrameDescriptor.FLAG_REGISTER),
             true, "FLAG_REGISTER");
-        refused(encodeWithFlag(new Message.Alloc(2L << 20, 0, true), 0x8), false, "unknown flags 0xa");
+        refused(encodeWithFlag(new Message.Alloc(2L << 20, 0, true), 0x10), false, "unknown flags 0x12");
         // and a registered reply cut before its keys is truncated, not read as a plain one
         final byte[] plainFlagged = encodeWithFlag(plain, FrameDescriptor.FLAG_REGISTER);
         refused(plainFlagged, true, "truncated");
@@ -235,6 +239,22 @@ class FrameCodecPropertyTest
         final byte[] zero = encode(1, 0, resume);
         new UnsafeBuffer(zero).putInt(zero.length - 4, 0, java.nio.ByteOrder.LITTLE_ENDIAN);
         refused(zero, false, "must be positive");
+    }
+
+    @Example
+    void handoverRidesOnStopAndOnNothingElse()
+    {
+        final byte[] handover = encode(2, 0, new Message.Stop(true));
+        assertEquals(FrameDescriptor.FLAG_HANDOVER, new UnsafeBuffer(handover).getShort(FrameDescriptor.FLAGS_OFFSET));
+        assertEquals(new Message.Stop(true),
+            FrameCodec.decodeRequest(new UnsafeBuffer(handover), 0, handover.length).message());
+        final byte[] stop = encode(2, 0, new Message.Stop());
+        assertEquals(new Message.Stop(false), FrameCodec.decodeRequest(new UnsafeBuffer(stop), 0, stop.length).message());
+        assertEquals(stop.length, handover.length, "the flag, and nothing else");
+        refused(encodeWithFlag(new Message.Free(0x1000_0000_0000L, 2L << 20), FrameDescriptor.FLAG_HANDOVER), false,
+            "FLAG_HANDOVER");
+        refused(encodeWithFlag(new Message.Status(MessageType.STOP, ErrorCode.OK, "handing over"),
+            FrameDescriptor.FLAG_HANDOVER), true, "FLAG_HANDOVER");
     }
 
     private static byte[] encodeWithFlag(final Message message, final int flag)
@@ -410,12 +430,14 @@ class FrameCodecPropertyTest
         final Arbitrary<String> message = text(FrameDescriptor.MAX_MESSAGE_LENGTH);
         return Arbitraries.oneOf(List.of(
             Combinators.combine(ints, text(FrameDescriptor.MAX_NAME_LENGTH)).as(Message.Hello::new),
+            Combinators.combine(ints, text(FrameDescriptor.MAX_NAME_LENGTH), Arbitraries.integers().between(1,
+                Integer.MAX_VALUE)).as(Message.Hello::new),
             Combinators.combine(longs, longs).as(Message.CreateMr::new),
             Combinators.combine(longs, ints, Arbitraries.of(true, false)).as(Message.Alloc::new),
             Combinators.combine(longs, longs).as(Message.Free::new),
             Combinators.combine(longs, ints).as(Message.RegExternal::new),
             longs.map(Message.DeregExternal::new),
-            Arbitraries.just(new Message.Stop()),
+            Arbitraries.of(new Message.Stop(), new Message.Stop(true)),
             Arbitraries.just(new Message.ImportPd()),
             Combinators.combine(ints, ints, ints).as(Message.Queues::new),
             Combinators.combine(message, ints, text(FrameDescriptor.MAX_MESSAGE_LENGTH))
