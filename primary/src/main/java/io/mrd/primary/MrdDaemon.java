@@ -1,20 +1,15 @@
 package io.mrd.primary;
 
-import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
-import io.mrd.layout.ErrorCode;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.layout.journal.JournalFileDescriptor;
 import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.journal.MappedEventJournal;
-import io.mrd.primary.journal.MemoryJournaling;
-import io.mrd.primary.memory.HugePages;
-import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.mr.MrEngine;
 import io.mrd.primary.lineage.HolderLink;
@@ -22,20 +17,13 @@ import io.mrd.primary.lineage.Predecessor;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.SharedDevice;
 import io.mrd.primary.server.AdoptedClients;
-import io.mrd.primary.provider.Registrars;
-import io.mrd.primary.provider.TimedRegistrar;
 import io.mrd.primary.server.MrdServer;
-import io.mrd.tools.RunDirectoryReader;
-import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.errors.DistinctErrorLog;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
-import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -47,11 +35,8 @@ import static io.mrd.primary.DaemonSettings.DIR;
 import static io.mrd.primary.DaemonSettings.HEARTBEAT_INTERVAL;
 import static io.mrd.primary.DaemonSettings.JOURNAL_SIZE;
 import static io.mrd.primary.DaemonSettings.MAX_CLIENTS;
-import static io.mrd.primary.DaemonSettings.MAX_EXTERNAL;
-import static io.mrd.primary.DaemonSettings.MAX_MEMORY;
 import static io.mrd.primary.DaemonSettings.MAX_MRS;
 import static io.mrd.primary.DaemonSettings.METRICS;
-import static io.mrd.primary.DaemonSettings.MR_EXT_MEMSEG;
 import static io.mrd.primary.DaemonSettings.PROVIDER;
 
 /**
@@ -148,115 +133,7 @@ public final class MrdDaemon implements AutoCloseable
                 predecessor.get().releaseHolder();
             }
         }
-        return startAfresh(context, runDirectory, layout, epoch);
-    }
-
-    private static MrdDaemon startAfresh(final DaemonContext context, final RunDirectory runDirectory,
-        final ControlFileLayout layout, final long epoch)
-    {
-        ControlFile ctl = null;
-        MemoryManager memory = null;
-        Registrar registrar = null;
-        EventJournal journal = EventJournal.OFF;
-        try
-        {
-            recoverStale(runDirectory);
-            LOG.info("starting with {}", context);
-            HeapPolicy.apply();
-
-            // The control file goes on hugetlbfs when its pages are free (searches of a large global cache then
-            // miss the TLB less); the lists only when every segment of --max-memory can be backed too: a list
-            // on hugetlbfs that runs out of pages fails allocations, where tmpfs would have served them.
-            final long hugePage = 2 * Sizes.MIB;
-            final long controlPages = Sizes.alignUp(layout.fileLength(), hugePage) / hugePage;
-            final long listPages = context.get(MAX_MEMORY) / hugePage;
-            final Optional<Path> huge = context.hugeDisabled() ? Optional.empty() :
-                HugePages.findMountWithFreePages(context.hugeDir(), controlPages);
-            final Optional<Path> hugeLists = huge.isEmpty() ? Optional.empty() :
-                HugePages.findMountWithFreePages(huge, controlPages + listPages);
-            if (huge.isEmpty() && context.hugeDir().isPresent())
-            {
-                LOG.warn("hugetlbfs at {} has fewer than {} free 2MiB pages for the control file: using tmpfs " +
-                    "(add pages with scripts/setup-hugepages)", context.hugeDir().get(), controlPages);
-            }
-            else if (huge.isPresent() && hugeLists.isEmpty())
-            {
-                LOG.info("hugetlbfs at {} has fewer than {} free 2MiB pages for --max-memory {}: memory lists " +
-                    "use tmpfs, the control file hugetlbfs", huge.get(), controlPages + listPages,
-                    Sizes.format(context.get(MAX_MEMORY)));
-            }
-
-            final Path ctlLink = runDirectory.controlFile();
-            final Path ctlTarget;
-            if (huge.isPresent())
-            {
-                ctlTarget = huge.get().resolve("mrd-" + ProcessHandle.current().pid() + ".ctl");
-                ctl = ControlFile.create(ctlTarget, layout, hugePage);
-                Files.deleteIfExists(ctlLink);
-                Files.createSymbolicLink(ctlLink, ctlTarget);
-            }
-            else
-            {
-                ctlTarget = ctlLink;
-                ctl = ControlFile.create(ctlLink, layout, 4096);
-            }
-            LOG.info("control file {} ({} on {}), memory lists on {}", ctlLink, Sizes.describe(layout.fileLength()),
-                huge.map(p -> "hugetlbfs " + p).orElse("tmpfs"), hugeLists.map(p -> "hugetlbfs " + p).orElse("tmpfs"));
-
-            final long now = System.currentTimeMillis();
-            final ControlHeader header = ctl.header();
-            header.magic(HeaderDescriptor.MAGIC)
-                .epoch(epoch)
-                .pid(ProcessHandle.current().pid())
-                .startTimeMs(now)
-                .heartbeatMs(now)
-                .heartbeatIntervalMs(context.get(HEARTBEAT_INTERVAL))
-                .heartbeatStaleLimitMs(Heartbeat.staleLimitMs(context.get(HEARTBEAT_INTERVAL)))
-                .flags(huge.isPresent() ? HeaderDescriptor.FLAG_HUGEPAGE_BACKED : 0)
-                .baseVirtaddr(context.get(BASE_VIRTADDR))
-                .segmentSize(DaemonContext.SEGMENT_SIZE)
-                .providerName(context.get(PROVIDER));
-
-            journal = openJournal(context, runDirectory, header.epoch());
-            journal.daemonStarted(header.epoch(), header.pid(), context.get(JOURNAL_SIZE));
-            final DaemonCounters counters = new DaemonCounters(ctl);
-            final DistinctErrorLog errorLog = new DistinctErrorLog(ctl.errorLogBuffer(), SystemEpochClock.INSTANCE);
-            memory = new MemoryManager(new MemoryConfig(context.get(BASE_VIRTADDR), DaemonContext.SEGMENT_SIZE,
-                context.listCount(), context.segmentsPerList(), runDirectory.memDir(), hugeLists, ctl.buffer(), layout));
-            header.externalBase(Sizes.alignUp(memory.endVirtaddr(), Sizes.GIB))
-                .externalLength(context.get(MAX_EXTERNAL));
-            memory.addEventListener(new MemoryJournaling(journal));
-
-            // The provider comes last: it is what most often refuses to start (no device, no library), and
-            // everything before it is cheap to undo.
-            registrar = Registrars.create(context.providerConfig());
-            Registrars.recordDevice(header, registrar);
-            final MrEngine engine = new MrEngine(ctl, memory, new TimedRegistrar(registrar, counters.histograms()),
-                counters, errorLog, context.get(MR_EXT_MEMSEG), journal);
-            final MrdDaemon daemon = new MrdDaemon(
-                context, runDirectory, ctl, ctlTarget, counters, errorLog, memory, registrar, engine, journal);
-            // The socket listens before the control file is published, so a published file means a daemon
-            // that answers; a client that connects in between finds the version still 0 and waits.
-            daemon.serve(AdoptedClients.NONE);
-            header.publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
-            daemon.heartbeat.start();
-            daemon.startHolder();
-            LOG.info("mrd ready: pid {} dir {} epoch {} memory {} at {}", header.pid(), context.get(DIR),
-                Long.toHexString(header.epoch()), Sizes.format(memory.capacity()),
-                Sizes.hex(context.get(BASE_VIRTADDR)));
-            return daemon;
-        }
-        catch (final IOException ex)
-        {
-            cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
-            throw new MrdException(ErrorCode.EIO, "cannot create the control file in " + context.get(DIR) + ": " +
-                ex);
-        }
-        catch (final RuntimeException ex)
-        {
-            cleanupFailedStart(runDirectory, ctl, memory, registrar, journal);
-            throw ex;
-        }
+        return FreshStart.start(context, runDirectory, layout, epoch);
     }
 
     /**
@@ -294,7 +171,7 @@ public final class MrdDaemon implements AutoCloseable
     /**
      * Starts this daemon's descriptor holder (docs/adoption.md), unless {@code --adoption-grace} is 0.
      */
-    private void startHolder()
+    void startHolder()
     {
         if (context.get(ADOPTION_GRACE) > 0)
         {
@@ -320,46 +197,6 @@ public final class MrdDaemon implements AutoCloseable
             lists[i] = memory.list(i).backingFd();
         }
         return new HolderLink.Descriptors(registrar.sharedDevice().map(SharedDevice::commandFd).orElse(-1), lists);
-    }
-
-    private static void cleanupFailedStart(
-        final RunDirectory runDirectory, final ControlFile ctl, final MemoryManager memory, final Registrar registrar,
-        final EventJournal journal)
-    {
-        journal.close();
-        if (null != registrar)
-        {
-            registrar.close();
-        }
-        if (null != memory)
-        {
-            memory.close();
-        }
-        if (null != ctl)
-        {
-            ctl.close();
-        }
-        runDirectory.removeStaleFiles();
-        runDirectory.unlock();
-    }
-
-    private static void recoverStale(final RunDirectory runDirectory)
-    {
-        if (!Files.exists(runDirectory.controlFile(), java.nio.file.LinkOption.NOFOLLOW_LINKS) &&
-            !Files.exists(runDirectory.socketFile()))
-        {
-            return;
-        }
-        final String found = RunDirectoryReader.readSummary(runDirectory.dir())
-            .map(s -> "pid " + s.pid() + ", epoch " + Long.toHexString(s.header().epoch()) + ", heartbeat " +
-                (s.heartbeat().isClosed() ? "closed" : s.heartbeat().ageMs() + " ms old") +
-                (ProcessHandle.of(s.pid()).map(ProcessHandle::isAlive).orElse(false) ?
-                    " (that pid is alive but does not hold the lock: not an mrd daemon of this directory)" :
-                    " (that process is gone)"))
-            .orElse("an unreadable control file");
-        final List<String> removed = runDirectory.removeStaleFiles();
-        LOG.warn("recovered stale directory {}: previous daemon ({}) died without cleaning up; removed {}",
-            runDirectory.dir(), found, removed);
     }
 
     /**
@@ -488,23 +325,8 @@ public final class MrdDaemon implements AutoCloseable
         LOG.info("handing over: leaving every registration and the memory to a successor");
         try
         {
-            heartbeat.interrupt();
-            try
-            {
-                heartbeat.join(5_000);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-            }
-            if (null != server)
-            {
-                server.close();
-            }
-            if (null != metrics)
-            {
-                metrics.close();
-            }
+            stopHeartbeat();
+            stopServing();
             holder.letGo();
             journal.close();
         }
@@ -540,6 +362,33 @@ public final class MrdDaemon implements AutoCloseable
         return closed.await(timeout, unit);
     }
 
+    /** Stops the beat thread and waits for it, so that nothing writes the heartbeat after this returns. */
+    private void stopHeartbeat()
+    {
+        heartbeat.interrupt();
+        try
+        {
+            heartbeat.join(5_000);
+        }
+        catch (final InterruptedException ex)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Stops accepting and closes every connection, then the metrics endpoint. */
+    private void stopServing()
+    {
+        if (null != server)
+        {
+            server.close();
+        }
+        if (null != metrics)
+        {
+            metrics.close();
+        }
+    }
+
     /**
      * Graceful shutdown: marks the heartbeat closed (secondaries see it at once), releases every
      * registration and all memory, removes the files, unlocks the directory.
@@ -557,25 +406,10 @@ public final class MrdDaemon implements AutoCloseable
             // The heartbeat is closed before the socket: a secondary that sees its connection end looks at the
             // heartbeat at once to tell a stop from a crash, which a fresh heartbeat would hide. The beat
             // thread is stopped before the write, so that it cannot overwrite CLOSED with a timestamp.
-            heartbeat.interrupt();
-            try
-            {
-                heartbeat.join(5_000);
-            }
-            catch (final InterruptedException ex)
-            {
-                Thread.currentThread().interrupt();
-            }
+            stopHeartbeat();
             controlFile.header().heartbeatMs(HeaderDescriptor.HEARTBEAT_CLOSED);
             // Then no request may reach the engine while it releases everything.
-            if (null != server)
-            {
-                server.close();
-            }
-            if (null != metrics)
-            {
-                metrics.close();
-            }
+            stopServing();
             engine.close();
             registrar.close();
             counters.set(MrdCounter.BYTES_ALLOCATED, 0);

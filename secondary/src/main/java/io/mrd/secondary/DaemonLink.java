@@ -1,7 +1,12 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Message;
+import io.mrd.layout.protocol.MessageType;
+import io.mrd.layout.sys.Sizes;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The client's connection to whichever daemon serves it now: the one it attached to, or, after a gap, the
@@ -9,10 +14,18 @@ import io.mrd.layout.protocol.Message;
  * client is in a gap a request waits for the successor (up to the gap's deadline, with no lock held), then goes
  * out on the connection current then; once the client is lost it throws the loss.
  * <p>
+ * A request in flight when the daemon died has no reply. When the client then resumes with a successor, which
+ * adopted the dead daemon's state as it was at the death, the request is sent again there: CREATE_MR, IMPORT_PD
+ * and QUEUES are idempotent; a FREE the dead daemon had done already is refused (EINVAL, nothing allocated
+ * there) and so counts as done; an ALLOC the dead daemon may have made stays this client's until it closes
+ * (logged). REG_EXTERNAL, whose descriptor travelled to the dead daemon, is not sent again: it fails.
+ * <p>
  * Thread-safe: {@link #replace} is the watchdog's, once per adoption; requests read the current connection.
  */
 final class DaemonLink
 {
+    private static final Logger LOG = LoggerFactory.getLogger(DaemonLink.class);
+
     private final DaemonWatch watch;
     private volatile DaemonConnection current;
 
@@ -25,13 +38,71 @@ final class DaemonLink
     /** @see DaemonConnection#call */
     Message.Reply call(final Message.Request request)
     {
-        return served().call(request);
+        final DaemonConnection on = served();
+        try
+        {
+            return on.call(request);
+        }
+        catch (final DaemonDeadException inFlight)
+        {
+            if (!resumedSince(on))
+            {
+                throw inFlight;
+            }
+            return callAgain(request);
+        }
     }
 
     /** @see DaemonConnection#callForFd */
     DaemonConnection.Answer callForFd(final Message.Request request)
     {
-        return served().callForFd(request);
+        final DaemonConnection on = served();
+        try
+        {
+            return on.callForFd(request);
+        }
+        catch (final DaemonDeadException inFlight)
+        {
+            if (!resumedSince(on))
+            {
+                throw inFlight;
+            }
+            return current.callForFd(request);
+        }
+    }
+
+    /**
+     * @return true when the daemon {@code on} connected to died and the client resumed with a successor since
+     * (waits out the gap first); false when the failure was something else.
+     * @throws DaemonDeadException when the client is lost.
+     */
+    private boolean resumedSince(final DaemonConnection on)
+    {
+        watch.awaitGapEnd();
+        return current != on;
+    }
+
+    private Message.Reply callAgain(final Message.Request request)
+    {
+        if (request.type() == MessageType.ALLOC)
+        {
+            LOG.warn("an ALLOC was in flight when the daemon died: sent again to its successor; the dead daemon may " +
+                "have allocated it once already, which then stays this client's until it closes ({})", request);
+        }
+        try
+        {
+            return current.call(request);
+        }
+        catch (final MrdException ex)
+        {
+            if (request instanceof Message.Free free && ex.code() == ErrorCode.EINVAL)
+            {
+                // the dead daemon had freed it: its successor adopted the state after the free
+                return new Message.Status(MessageType.FREE, ErrorCode.OK, "freed by the daemon that died, at " +
+                    Sizes.hex(free.address()));
+            }
+            throw ex;
+        }
     }
 
     /** @see DaemonConnection#callWithFd */

@@ -14,7 +14,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The emulated device's own count of registrations ({@code mrdemu_registrations}), as a witness outside mrd: every
- * {@code ibv_reg_mr} that bound pages on the device, by any process, reaped contexts included; imports count
+ * {@code ibv_reg_mr} that bound pages, in one context ({@link #of}) or on the device by any process, reaped
+ * contexts included ({@link #count}: moved by anything else on the host using the emulated device); imports count
  * nothing. A test reads it before and after a daemon adopts its predecessor's MRs: the difference is what the
  * successor registered again.
  */
@@ -23,6 +24,28 @@ public final class DeviceRegistrations
 {
     private DeviceRegistrations()
     {
+    }
+
+    /**
+     * The registrations of one context (the ucontext the daemon opened, which every import of its command file
+     * shares): unlike {@link #count}, not moved by whatever else on the host uses the emulated device meanwhile.
+     *
+     * @param context a {@code struct ibv_context *} of this process on that ucontext, such as a client's
+     *                {@code Verbs.context()}.
+     */
+    public static long of(final Path library, final MemorySegment context)
+    {
+        final MethodHandle registrations = Linker.nativeLinker().downcallHandle(
+            SymbolLookup.libraryLookup(library, Arena.global()).find("mrdemu_registrations").orElseThrow(),
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS));
+        try
+        {
+            return (long)registrations.invokeExact(context);
+        }
+        catch (final Throwable t)
+        {
+            throw t instanceof RuntimeException ex ? ex : new IllegalStateException(t);
+        }
     }
 
     /**

@@ -19,6 +19,7 @@ import io.mrd.testing.DeviceRegistrations;
 import io.mrd.testing.EmulatedDevice;
 import io.mrd.testing.Wait;
 import io.mrd.tools.ControlFileSnapshot;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -56,19 +57,21 @@ final class AdoptionFaultTest
     private long killedEpoch;
     private List<ControlFileSnapshot.Mr> killedMrs;
     private MrdClient client;
+    /** The client's import of the daemon's device: its context counts the daemon's registrations. */
+    private MemorySegment context;
 
     @Test
     void aSuccessorKilledMidAdoptionLeavesItToAThirdDaemon() throws Exception
     {
         killADaemonWithTwoMrs();
-        final long registrations = DeviceRegistrations.count(library);
+        final long registrations = DeviceRegistrations.of(library, context);
         final ChildJvm second = successorProcess("adoption-second").start();
         second.awaitLine(line -> line.contains("adopting the previous daemon's state"), WAIT);
         second.kill();
         final LiveDaemon third = successor("adoption-third");
         final ControlFileSnapshot after = third.snapshot();
         assertEquals(killedMrs, LiveDaemon.active(after), "the third daemon adopted the same MRs");
-        assertEquals(0, DeviceRegistrations.count(library) - registrations, "and registered none again");
+        assertEquals(0, DeviceRegistrations.of(library, context) - registrations, "and registered none again");
         // the killed daemon's epoch, or the second's had it served before the kill landed
         assertNotEquals(0, after.header().adoptedEpoch(), "the lineage names what it adopted");
         assertNotEquals(after.header().epoch(), after.header().adoptedEpoch());
@@ -166,11 +169,11 @@ final class AdoptionFaultTest
         {
             Posix.close(planted);
         }
-        final long registrations = DeviceRegistrations.count(library);
+        final long registrations = DeviceRegistrations.of(library, context);
         final LiveDaemon successor = successor("adoption-planted");
         assertEquals(killedEpoch, successor.snapshot().header().adoptedEpoch(), "it adopted the real daemon");
         assertEquals(killedMrs, LiveDaemon.active(successor.snapshot()));
-        assertEquals(0, DeviceRegistrations.count(library) - registrations);
+        assertEquals(0, DeviceRegistrations.of(library, context) - registrations);
         final String holderLog = Files.readString(holderLogFile);
         assertTrue(holderLog.contains("refused a deposit"), holderLog);
         successor.assertHealthy("after the planted deposit");
@@ -219,14 +222,23 @@ final class AdoptionFaultTest
         final MemorySegment plain = client.allocate(4 * Sizes.MIB);
         assertTrue(client.newCache().lkey(plain.address(), 4096) != 0);
         assertTrue(client.allocateRegistered(2 * Sizes.MIB, Access.REMOTE_WRITE).rkey() != 0);
+        context = client.verbs().context();
         daemon.awaitHolder();
         final ControlFileSnapshot before = daemon.snapshot();
         killedEpoch = before.header().epoch();
         killedMrs = LiveDaemon.active(before);
         assertEquals(2, killedMrs.size());
         assertEquals(137, daemon.kill());
-        // the client's mappings are of the daemon's addresses in this JVM: it goes, as a worker's would
-        client.close();
+    }
+
+    /** The client, lost with its daemon, goes last: its import of the device is what the counts are read through. */
+    @AfterEach
+    void closeClient()
+    {
+        if (null != client)
+        {
+            client.close();
+        }
     }
 
     private LiveDaemon successor(final String name)

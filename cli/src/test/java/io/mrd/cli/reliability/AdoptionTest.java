@@ -61,7 +61,7 @@ final class AdoptionTest
 
     /** What the predecessor left: its epoch, base address, MRs and allocations, as its control file showed them. */
     private record Left(long epoch, long baseVirtaddr, List<ControlFileSnapshot.Mr> mrs,
-        List<ControlFileSnapshot.Allocated> allocations, int clientId, MrdClient client)
+        List<ControlFileSnapshot.Allocated> allocations, int clientId, MrdClient client, MemorySegment context)
     {
     }
 
@@ -69,7 +69,7 @@ final class AdoptionTest
     void aSuccessorAdoptsEveryMrAndAllocationAndRegistersNothingAgain() throws Exception
     {
         final Left left = killAPredecessorWithRegistrations();
-        final long registrationsBefore = DeviceRegistrations.count(library);
+        final long registrationsBefore = DeviceRegistrations.of(library, left.context());
 
         final LiveDaemon successor = startSuccessor(left, "60000");
 
@@ -79,7 +79,7 @@ final class AdoptionTest
         assertEquals(successor.pid(), after.header().pid());
         assertEquals(left.mrs(), LiveDaemon.active(after), "every MR kept: range, keys, device handle, owner");
         assertEquals(left.allocations(), allocations(after), "every allocation kept, with its owner");
-        assertEquals(0, DeviceRegistrations.count(library) - registrationsBefore,
+        assertEquals(0, DeviceRegistrations.of(library, left.context()) - registrationsBefore,
             "the device counts no registration made by the successor");
         successor.process().awaitLine(line -> line.contains("adopted epoch " + Long.toHexString(left.epoch()) +
             " in ") && line.contains("2 MRs"), WAIT);
@@ -157,7 +157,7 @@ final class AdoptionTest
         final WorkCompletions completions = new WorkCompletions(4);
         rdmaWrite(a, cq, completions, source, lkey, target, "before the kill", 0);
         predecessor.awaitHolder();
-        final long registrationsBefore = DeviceRegistrations.count(library);
+        final long registrationsBefore = DeviceRegistrations.of(library, verbs.context());
 
         assertEquals(137, predecessor.kill(), "killed by SIGKILL");
         away.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -183,7 +183,7 @@ final class AdoptionTest
         assertEquals(lkey, cache.lkey(source.address(), 4096), "the same key: no flush");
         assertTrue(cache.lkey(more.address(), 4096) != 0, "the successor registers new memory for it");
         rdmaWrite(a, cq, completions, source, lkey, target, "after the adoption", 8192);
-        assertEquals(1, DeviceRegistrations.count(library) - registrationsBefore,
+        assertEquals(1, DeviceRegistrations.of(library, verbs.context()) - registrationsBefore,
             "the successor registered only the new memory");
         assertFalse(lost.isDone(), "never lost");
         successor.assertHealthy("after the client resumed");
@@ -231,9 +231,11 @@ final class AdoptionTest
         final List<ControlFileSnapshot.Mr> mrs = LiveDaemon.active(before);
         assertEquals(2, mrs.size(), LiveDaemon.describe(before));
         assertTrue(mrs.stream().allMatch(mr -> mr.deviceHandle() != MrDescriptor.NO_DEVICE_HANDLE));
+        // the client's import of the device: its context counts the registrations of the daemon's context
+        final MemorySegment context = client.verbs().context();
         assertEquals(137, predecessor.kill(), "killed by SIGKILL");
         return new Left(before.header().epoch(), predecessor.baseVirtaddr(), mrs, allocations(before),
-            client.clientId(), client);
+            client.clientId(), client, context);
     }
 
     private LiveDaemon startSuccessor(final Left left, final String graceMs)

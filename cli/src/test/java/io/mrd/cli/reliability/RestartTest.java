@@ -69,7 +69,8 @@ final class RestartTest
         final MrCache cache = client.newCache();
         final int lkey = cache.lkey(memory.address(), 4096);
         old.awaitHolder();
-        final long registrations = DeviceRegistrations.count(library);
+        final MemorySegment context = client.verbs().context();
+        final long registrations = DeviceRegistrations.of(library, context);
 
         final MrdRunner.Result restart = MrdRunner.mrdProcess(env, List.of("restart", "--dir", dir.toString(),
             "--huge-dir", "none", "--base-virtaddr", Sizes.hex(old.baseVirtaddr()), "--provider", "ibverbs",
@@ -86,7 +87,7 @@ final class RestartTest
             assertNotEquals(old.pid(), ctl.header().pid());
         }
         assertEquals(lkey, cache.lkey(memory.address(), 4096), "the same key after the restart");
-        assertEquals(0, DeviceRegistrations.count(library) - registrations, "nothing registered again");
+        assertEquals(0, DeviceRegistrations.of(library, context) - registrations, "nothing registered again");
         final MemorySegment more = client.allocate(2 * Sizes.MIB);
         assertTrue(more.address() != memory.address(), "the new daemon serves the client");
         assertFalse(lost.isDone(), "the client never counted the daemon lost (gap " + gapMs + " ms)");

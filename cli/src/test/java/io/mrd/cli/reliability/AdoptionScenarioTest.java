@@ -1,0 +1,194 @@
+package io.mrd.cli.reliability;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.mrd.cli.Mrd;
+import io.mrd.cli.fixture.DaemonExtension;
+import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.layout.Access;
+import io.mrd.layout.sys.Sizes;
+import io.mrd.secondary.ClientContext;
+import io.mrd.secondary.MrdClient;
+import io.mrd.testing.ChildJvm;
+import io.mrd.testing.DeviceRegistrations;
+import io.mrd.testing.EmulatedDevice;
+import io.mrd.tools.ControlFileSnapshot;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Issue 22's scenario, on the emulated device: two secondaries run the RDMA workload of {@code mrd worker
+ * --rdma-peer} while a third looks up, frees and allocates; the daemon is killed with -9 and a successor started
+ * 1 s later. The workers ride through the gap ({@code MRD_ADOPTION_WAIT_MS}) and end with 0 wrong bytes, 0
+ * protection errors on live keys and 0 errors, and every allocation is kept. (Each RDMA worker frees and allocates
+ * its staging memory every 250 ms: in the gap its datapath goes on until that request, which waits for the
+ * successor; AdoptionTest shows RDMA in the gap itself.) A second case times the adoption of 1,000 MRs against
+ * registering them. Timings are printed as {@code FIGURE} lines (for
+ * RELIABILITY.md), never asserted.
+ */
+final class AdoptionScenarioTest
+{
+    private static final Duration WAIT = Duration.ofSeconds(120);
+    private static final Pattern WRS = Pattern.compile("^progress wrs=(\\d+) ");
+    private static final Pattern ADOPTED =
+        Pattern.compile("adopted epoch \\p{XDigit}+ in (\\d+) ms: (\\d+) MRs .*none\\), (\\S+) allocated");
+
+    @RegisterExtension
+    final DaemonExtension daemons = new DaemonExtension();
+
+    @TempDir
+    Path exchange;
+
+    private final Path dir = daemons.newDirectory("adoption-scenario");
+    private final Path library = EmulatedDevice.library();
+    private final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString());
+
+    @Test
+    void twoRdmaWorkersAndAnAllocatorRideThroughAKillAndASuccessorOneSecondLater() throws Exception
+    {
+        final LiveDaemon daemon = daemons.launch("scenario").in(dir).env(env)
+            .start("--provider", "ibverbs", "--max-memory", "512MiB", "--adoption-grace", "60000");
+        final Map<String, String> rides = new HashMap<>(env);
+        rides.put(ClientContext.MRD_ADOPTION_WAIT_MS, "60000");
+        final List<ChildJvm> rdma = new ArrayList<>();
+        for (final String[] pair : new String[][]{{"a", "b"}, {"b", "a"}})
+        {
+            rdma.add(ChildJvm.start("scenario-rdma-" + pair[0], Mrd.class.getName(), List.of("worker", "--dir",
+                dir.toString(), "--alloc", "2MiB", "--name", pair[0], "--rdma-peer", pair[1], "--rdma-seconds", "10",
+                "--rdma-exchange", exchange.toString()), rides, List.of()));
+        }
+        final ChildJvm allocator = ChildJvm.start("scenario-allocator", Mrd.class.getName(), List.of("worker",
+            "--dir", dir.toString(), "--alloc", "64MiB", "--buffers", "512", "--lookups", "20000000", "--free-every",
+            "200000"), rides, List.of());
+        try
+        {
+            for (final ChildJvm worker : rdma)
+            {
+                worker.awaitLine(line -> WRS.matcher(line).find(), WAIT);
+            }
+            daemon.awaitHolder();
+            final long wrsAtKill = totalWrs(rdma);
+            final long killedAtNs = System.nanoTime();
+            assertEquals(137, daemon.kill(), "killed by SIGKILL");
+            // the dead daemon's file, as it left it
+            final ControlFileSnapshot before = daemon.snapshot();
+            LockSupport.parkNanos(Duration.ofSeconds(1).toNanos());
+            final long successorStartNs = System.nanoTime();
+            final LiveDaemon successor = daemons.launch("scenario-successor").in(dir)
+                .baseVirtaddr(daemon.baseVirtaddr()).env(env)
+                .start("--provider", "ibverbs", "--max-memory", "512MiB", "--adoption-grace", "60000");
+            final long servingNs = System.nanoTime();
+            final long wrsAtServing = totalWrs(rdma);
+            final Matcher adopted = ADOPTED.matcher(successor.process().awaitLine(l -> ADOPTED.matcher(l).find(), WAIT));
+            assertTrue(adopted.find());
+            final long bytesBefore = allocationsOf(before).stream().mapToLong(a -> a.end() - a.start()).sum();
+            // what the successor adopted, as it counted it before anyone could allocate or free
+            assertEquals(Sizes.format(bytesBefore), adopted.group(3), "every allocation kept");
+
+            final List<JsonNode> results = new ArrayList<>();
+            for (final ChildJvm worker : rdma)
+            {
+                assertEquals(0, worker.awaitExit(WAIT), worker::output);
+                final JsonNode result = new ObjectMapper().readTree(worker.lines().getLast());
+                results.add(result);
+                assertTrue(result.path("rdmaOps").asLong() > 0, worker.lines().getLast());
+                assertEquals(0, result.path("wrongBytes").asLong(), worker.lines().getLast());
+                assertEquals(0, result.path("protectionErrors").asLong(), worker.lines().getLast());
+                assertEquals(result.path("staleKeyRequests").asLong(), result.path("staleKeyRefusals").asLong(),
+                    worker.lines().getLast());
+            }
+            assertEquals(0, allocator.awaitExit(WAIT), allocator::output);
+            final JsonNode lookups = new ObjectMapper().readTree(allocator.lines().getLast());
+            assertEquals(0, lookups.path("errors").asLong(), allocator.lines().getLast());
+            System.out.printf("FIGURE adoption-scenario adoptionMs=%s mrs=%s successorStartToServingMs=%d " +
+                "killToServingMs=%d wrsAtKill=%d wrsAtServing=%d rdmaOps=%d,%d wrongBytes=0 protectionErrors=0 " +
+                "lookupErrors=0 allocationsKept=%d (%s)%n", adopted.group(1), adopted.group(2),
+                (servingNs - successorStartNs) / 1_000_000, (servingNs - killedAtNs) / 1_000_000, wrsAtKill,
+                wrsAtServing, results.get(0).path("rdmaOps").asLong(), results.get(1).path("rdmaOps").asLong(),
+                allocationsOf(before).size(), adopted.group(3));
+            successor.assertHealthy("after the scenario");
+        }
+        finally
+        {
+            rdma.forEach(ChildJvm::close);
+            allocator.close();
+        }
+    }
+
+    @Test
+    void aThousandMrsAreAdoptedWithoutOneRegistration()
+    {
+        final LiveDaemon daemon = daemons.launch("thousand").in(dir).env(env)
+            .start("--provider", "ibverbs", "--max-memory", "2GiB", "--list-size", "2GiB", "--max-mrs", "2048",
+                "--adoption-grace", "60000");
+        final long registerStartNs = System.nanoTime();
+        try (MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("thousand")
+            .ibverbsLibrary(library.toString())))
+        {
+            for (int i = 0; i < 1000; i++)
+            {
+                client.allocateRegistered(Sizes.MIB, Access.REMOTE_WRITE);
+            }
+            final long registerMs = (System.nanoTime() - registerStartNs) / 1_000_000;
+            daemon.awaitHolder();
+            assertEquals(1000, LiveDaemon.active(daemon.snapshot()).size());
+            final MemorySegment context = client.verbs().context();
+            final long registrations = DeviceRegistrations.of(library, context);
+            assertEquals(137, daemon.kill());
+            final long startNs = System.nanoTime();
+            final LiveDaemon successor = daemons.launch("thousand-successor").in(dir)
+                .baseVirtaddr(daemon.baseVirtaddr()).env(env)
+                .start("--provider", "ibverbs", "--max-memory", "2GiB", "--list-size", "2GiB", "--max-mrs", "2048",
+                    "--adoption-grace", "60000");
+            final long startToServingMs = (System.nanoTime() - startNs) / 1_000_000;
+            final Matcher adopted = ADOPTED.matcher(successor.process().awaitLine(l -> ADOPTED.matcher(l).find(),
+                WAIT));
+            assertTrue(adopted.find());
+            assertEquals("1000", adopted.group(2), "1,000 MRs adopted");
+            assertEquals(0, DeviceRegistrations.of(library, context) - registrations, "none registered again");
+            assertEquals(1000, LiveDaemon.active(successor.snapshot()).size());
+            System.out.printf("FIGURE adoption-1000-mrs adoptionMs=%s successorStartToServingMs=%d " +
+                "registeringThemMs=%d (1,000 x 2MiB segments, 2GiB)%n", adopted.group(1), startToServingMs, registerMs);
+            successor.assertHealthy("after adopting 1,000 MRs");
+        }
+    }
+
+    private static long totalWrs(final List<ChildJvm> workers)
+    {
+        long total = 0;
+        for (final ChildJvm worker : workers)
+        {
+            long last = 0;
+            for (final String line : worker.lines())
+            {
+                final Matcher m = WRS.matcher(line);
+                if (m.find())
+                {
+                    last = Long.parseLong(m.group(1));
+                }
+            }
+            total += last;
+        }
+        return total;
+    }
+
+    private static List<ControlFileSnapshot.Allocated> allocationsOf(final ControlFileSnapshot snapshot)
+    {
+        return snapshot.lists().stream().flatMap(list -> list.allocations().stream()).toList();
+    }
+}
