@@ -4,6 +4,7 @@ import io.mrd.cli.Mrd;
 import io.mrd.cli.fixture.DaemonExtension;
 import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.Access;
+import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrRecord;
@@ -84,14 +85,39 @@ final class AdoptionFaultTest
         killADaemonWithTwoMrs();
         try (ControlFile ctl = ControlFile.openReadWrite(dir.resolve(ControlFile.FILE_NAME)))
         {
-            // a daemon killed inside a write section leaves the seqlock odd: the MR table may be torn
-            final long seq = ctl.buffer().getLongVolatile(HeaderDescriptor.SEQ_OFFSET);
-            ctl.buffer().putLongVolatile(HeaderDescriptor.SEQ_OFFSET, seq | 1);
+            // an MR record whose live-segment count is not its bitmap's: the MR table is not one daemon's writing
+            final MrRecord mr = new MrRecord().wrap(ctl.buffer(), ctl.layout().mrOffset(killedMrs.get(0).index()));
+            mr.msN(mr.msN() + 5);
         }
         final LiveDaemon successor = successor("adoption-corrupt");
         successor.process().awaitLine(line -> line.contains("cannot be adopted") &&
-            line.contains("fails mrd check") && line.contains("seqlock held for writing"), WAIT);
+            line.contains("fails mrd check") && line.contains("msN"), WAIT);
         assertAfresh(successor);
+    }
+
+    @Test
+    void aDaemonKilledInsideAWriteSectionIsAdoptedWithItsGlobalCacheRebuilt() throws Exception
+    {
+        killADaemonWithTwoMrs();
+        final long devGen;
+        try (ControlFile ctl = ControlFile.openReadWrite(dir.resolve(ControlFile.FILE_NAME)))
+        {
+            // killed inside a write section: the seqlock odd, the cache it was changing torn (an entry's lkey)
+            devGen = ctl.header().devGen();
+            final long seq = ctl.buffer().getLongVolatile(HeaderDescriptor.SEQ_OFFSET);
+            ctl.buffer().putLongVolatile(HeaderDescriptor.SEQ_OFFSET, seq | 1);
+            final int entry = ctl.layout().cacheOffset() + CacheEntryDescriptor.ENTRY_LENGTH;
+            ctl.buffer().putInt(entry + CacheEntryDescriptor.LKEY_OFFSET, 0x5eed);
+        }
+        final long registrations = DeviceRegistrations.of(library, context);
+        final LiveDaemon successor = successor("adoption-torn");
+        successor.process().awaitLine(line -> line.contains("died inside a write section"), WAIT);
+        final ControlFileSnapshot after = successor.snapshot();
+        assertEquals(killedEpoch, after.header().adoptedEpoch(), "adopted");
+        assertEquals(killedMrs, LiveDaemon.active(after), "the same MRs");
+        assertTrue(after.header().devGen() > devGen, "devGen bumped: every local cache flushes");
+        assertEquals(0, DeviceRegistrations.of(library, context) - registrations);
+        successor.assertHealthy("after rebuilding the torn cache");
     }
 
     @Test

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.mrd.cli.Mrd;
 import io.mrd.cli.fixture.DaemonExtension;
 import io.mrd.cli.fixture.LiveDaemon;
+import io.mrd.cli.fixture.MrdRunner;
 import io.mrd.layout.Access;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.secondary.ClientContext;
@@ -63,18 +64,9 @@ final class AdoptionScenarioTest
     {
         final LiveDaemon daemon = daemons.launch("scenario").in(dir).env(env)
             .start("--provider", "ibverbs", "--max-memory", "512MiB", "--adoption-grace", "60000");
-        final Map<String, String> rides = new HashMap<>(env);
-        rides.put(ClientContext.MRD_ADOPTION_WAIT_MS, "60000");
-        final List<ChildJvm> rdma = new ArrayList<>();
-        for (final String[] pair : new String[][]{{"a", "b"}, {"b", "a"}})
-        {
-            rdma.add(ChildJvm.start("scenario-rdma-" + pair[0], Mrd.class.getName(), List.of("worker", "--dir",
-                dir.toString(), "--alloc", "2MiB", "--name", pair[0], "--rdma-peer", pair[1], "--rdma-seconds", "10",
-                "--rdma-exchange", exchange.toString()), rides, List.of()));
-        }
-        final ChildJvm allocator = ChildJvm.start("scenario-allocator", Mrd.class.getName(), List.of("worker",
-            "--dir", dir.toString(), "--alloc", "64MiB", "--buffers", "512", "--lookups", "20000000", "--free-every",
-            "200000"), rides, List.of());
+        final List<ChildJvm> load = startLoad();
+        final List<ChildJvm> rdma = load.subList(0, 2);
+        final ChildJvm allocator = load.get(2);
         try
         {
             for (final ChildJvm worker : rdma)
@@ -125,9 +117,65 @@ final class AdoptionScenarioTest
         }
         finally
         {
-            rdma.forEach(ChildJvm::close);
-            allocator.close();
+            load.forEach(ChildJvm::close);
         }
+    }
+
+    @Test
+    void mrdRestartUnderTheSameLoadFailsNoRequest() throws Exception
+    {
+        final LiveDaemon daemon = daemons.launch("restart-load").in(dir).env(env)
+            .start("--provider", "ibverbs", "--max-memory", "512MiB", "--adoption-grace", "60000");
+        final List<ChildJvm> workers = startLoad();
+        try
+        {
+            for (final ChildJvm worker : workers.subList(0, 2))
+            {
+                worker.awaitLine(line -> WRS.matcher(line).find(), WAIT);
+            }
+            daemon.awaitHolder();
+            final long startNs = System.nanoTime();
+            final MrdRunner.Result restart = MrdRunner.mrdProcess(env, List.of("restart", "--dir", dir.toString(),
+                "--huge-dir", "none", "--base-virtaddr", Sizes.hex(daemon.baseVirtaddr()), "--provider", "ibverbs",
+                "--max-memory", "512MiB", "--adoption-grace", "60000"));
+            final long restartMs = (System.nanoTime() - startNs) / 1_000_000;
+            assertEquals(0, restart.exit(), restart.toString());
+            for (final ChildJvm worker : workers)
+            {
+                assertEquals(0, worker.awaitExit(WAIT), "a worker failed a request across the restart: " +
+                    worker.output());
+                final JsonNode result = new ObjectMapper().readTree(worker.lines().getLast());
+                assertEquals(0, result.path("wrongBytes").asLong(), worker.lines().getLast());
+                assertEquals(0, result.path("protectionErrors").asLong(), worker.lines().getLast());
+                assertEquals(0, result.path("errors").asLong(), worker.lines().getLast());
+            }
+            System.out.printf("FIGURE adoption-restart-under-load restartMs=%d failedRequests=0 workers=%d%n",
+                restartMs, workers.size());
+            assertEquals(0, MrdRunner.mrd("check", "--dir", dir.toString()).exit());
+            assertEquals(0, MrdRunner.mrd("stop", "--dir", dir.toString()).exit());
+        }
+        finally
+        {
+            workers.forEach(ChildJvm::close);
+        }
+    }
+
+    /** Two RDMA workers (10 s) and a looking-up, freeing allocator, all riding through gaps. */
+    private List<ChildJvm> startLoad()
+    {
+        final Map<String, String> rides = new HashMap<>(env);
+        rides.put(ClientContext.MRD_ADOPTION_WAIT_MS, "60000");
+        final List<ChildJvm> workers = new ArrayList<>();
+        for (final String[] pair : new String[][]{{"a", "b"}, {"b", "a"}})
+        {
+            workers.add(ChildJvm.start("load-rdma-" + pair[0], Mrd.class.getName(), List.of("worker", "--dir",
+                dir.toString(), "--alloc", "2MiB", "--name", pair[0], "--rdma-peer", pair[1], "--rdma-seconds", "10",
+                "--rdma-exchange", exchange.toString()), rides, List.of()));
+        }
+        workers.add(ChildJvm.start("load-allocator", Mrd.class.getName(), List.of("worker", "--dir", dir.toString(),
+            "--alloc", "64MiB", "--buffers", "512", "--lookups", "20000000", "--free-every", "200000"), rides,
+            List.of()));
+        return workers;
     }
 
     @Test

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.regex.Pattern;
 
 /**
  * A dead daemon's state in a run directory, once a successor has checked that it may trust and adopt it: what
@@ -47,6 +48,8 @@ import java.util.Optional;
 public final class Predecessor implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(Predecessor.class);
+    /** The violations a successor repairs itself: of the write section, the global cache and the counters. */
+    private static final Pattern REBUILT = Pattern.compile("seqlock held for writing|global cache|counter '");
 
     private final Path controlFile;
     private final long epoch;
@@ -168,7 +171,11 @@ public final class Predecessor implements AutoCloseable
             return Optional.of("its control file has another layout (--max-memory, --list-size, --max-mrs, " +
                 "--cache-capacity or --max-clients differ)");
         }
-        final List<String> violations = Invariants.check(ControlFileSnapshot.read(ctl));
+        // A daemon killed inside a write section leaves the seqlock odd, and the global cache and the counters it
+        // was changing torn: all three are the successor's to rebuild (GlobalCacheWriter.finishAbandonedWrite).
+        // The MR records and the lists are not rebuilt: a violation there means starting afresh.
+        final List<String> violations = Invariants.check(ControlFileSnapshot.read(ctl)).stream()
+            .filter(v -> !REBUILT.matcher(v).lookingAt()).toList();
         if (!violations.isEmpty())
         {
             return Optional.of("its control file fails mrd check (" + violations.size() + " violation" +

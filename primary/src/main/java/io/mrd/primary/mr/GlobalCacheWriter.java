@@ -183,6 +183,33 @@ final class GlobalCacheWriter
         journal.cacheRebuilt(header.cacheLen() - 1, header.cacheOverflow());
     }
 
+    /**
+     * A daemon killed inside a write section leaves the seqlock odd (readers spin until they give up) and the cache
+     * possibly torn: its successor ends that section itself, with the cache rebuilt from the MR table and devGen
+     * bumped (every local cache flushes), so that no reader ever validates a torn cache. Nothing when the seqlock is
+     * even.
+     *
+     * @return true when a write section was abandoned and is now ended.
+     */
+    boolean finishAbandonedWrite()
+    {
+        if ((seqLock.sequence() & 1) == 0)
+        {
+            return false;
+        }
+        writing = true;
+        try
+        {
+            invalidate();
+        }
+        finally
+        {
+            writing = false;
+            seqLock.endWrite();
+        }
+        return true;
+    }
+
     /** @return the entries of the cache (its sentinel not counted). */
     long entries()
     {

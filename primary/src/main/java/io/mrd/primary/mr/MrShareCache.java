@@ -136,6 +136,11 @@ final class MrShareCache
         lock.lock();
         try
         {
+            if (cache.finishAbandonedWrite())
+            {
+                LOG.warn("the previous daemon died inside a write section: the global cache was rebuilt from the MR " +
+                    "table and every local cache flushes");
+            }
             final List<MrTable.Recorded> records = table.recorded();
             // The counters hold the predecessor's values (the same file): they are set to what the table holds,
             // before any detach below counts down, as publish and the collector keep them from then on.
