@@ -16,6 +16,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The opener's side of a case: a socket pair between the two, and the fork (0 in the child, its pid here). */
+static pid_t fork_opener(int sv[2])
+{
+	pid_t pid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	pid = fork();
+	CHECK(pid >= 0, "fork");
+	return pid;
+}
+
 static void send_fd(int sock, int fd, uint32_t value)
 {
 	char control[CMSG_SPACE(sizeof(int))];
@@ -81,9 +92,7 @@ static void an_importer_outlives_its_opener(void)
 	struct ibv_sge s;
 	char holder[512];
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
+	pid = fork_opener(sv);
 	if (pid == 0) {
 		struct ibv_context *opened = open_device();
 		struct ibv_pd *opd = alloc_pd(opened);
@@ -148,9 +157,7 @@ static void registrations_are_counted_and_imports_are_not(void)
 	int sv[2];
 	pid_t pid;
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
+	pid = fork_opener(sv);
 	if (pid == 0) {
 		struct ibv_context *opened = open_device();
 		struct ibv_pd *opd = alloc_pd(opened);
@@ -233,9 +240,7 @@ static void a_held_command_file_keeps_the_context_while_no_process_has_the_devic
 	int sv[2], held, spare;
 	pid_t pid;
 
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-	pid = fork();
-	CHECK(pid >= 0, "fork");
+	pid = fork_opener(sv);
 	if (pid == 0) {
 		struct ibv_context *opened = open_device();
 		struct ibv_pd *opd = alloc_pd(opened);
