@@ -1,6 +1,7 @@
 package io.mrd.cli;
 
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.DaemonSummary;
 import io.mrd.tools.Format;
@@ -10,6 +11,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -43,8 +45,12 @@ public final class StatusCommand implements Callable<Integer>
         final Optional<DaemonSummary> summary = RunDirectoryReader.readSummary(dir);
         if (!RunDirectoryReader.isLocked(dir))
         {
+            // A dead daemon's descriptor holder removes its socket when it exits (released, or its grace is over).
+            final boolean held = Files.exists(dir.resolve(RunDirectoryPath.HOLD_SOCKET_FILE));
             out.println("mrd not running in " + dir + summary
-                .map(s -> " (stale files of pid " + s.pid() + " remain; the next 'mrd start' recovers them)")
+                .map(s -> " (stale files of pid " + s.pid() + " remain; " + (held ? "its descriptor holder keeps " +
+                    "its registrations: the next 'mrd start' with the same settings adopts them)" :
+                    "the next 'mrd start' recovers them)"))
                 .orElse(""));
             return Mrd.EXIT_FAILURE;
         }

@@ -83,6 +83,7 @@ final class DaemonCrashTest
             final MrdRunner.Result stale = MrdRunner.mrd("status", "--dir", dir.toString());
             assertEquals(1, stale.exit(), stale.toString());
             assertTrue(stale.both().contains("stale files of pid " + oldPid), stale.toString());
+            assertTrue(stale.both().contains("its descriptor holder keeps its registrations"), stale.toString());
 
             // At the killed daemon's address: the watchers' old mappings must not stand in the new daemon's way.
             final MrdRunner.Result start = MrdRunner.mrd("start", "--dir", dir.toString(), "--huge-dir", "none",
