@@ -133,19 +133,7 @@ final class DaemonAdoption
             {
                 engine.close();
             }
-            if (null != registrar)
-            {
-                registrar.close();
-            }
-            if (null != memory)
-            {
-                memory.close();
-            }
-            journal.close();
-            if (null != ctl)
-            {
-                ctl.close();
-            }
+            FreshStart.closeStarted(ctl, memory, registrar, journal);
             throw ex;
         }
     }

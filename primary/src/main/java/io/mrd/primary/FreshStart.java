@@ -165,6 +165,18 @@ final class FreshStart
         final RunDirectory runDirectory, final ControlFile ctl, final MemoryManager memory, final Registrar registrar,
         final EventJournal journal)
     {
+        closeStarted(ctl, memory, registrar, journal);
+        runDirectory.removeStaleFiles();
+        runDirectory.unlock();
+    }
+
+    /**
+     * Closes what a start that failed part way had opened (each null when not yet), the provider before the memory
+     * its registrations pin; also {@link DaemonAdoption}'s.
+     */
+    static void closeStarted(final ControlFile ctl, final MemoryManager memory, final Registrar registrar,
+        final EventJournal journal)
+    {
         journal.close();
         if (null != registrar)
         {
@@ -178,8 +190,6 @@ final class FreshStart
         {
             ctl.close();
         }
-        runDirectory.removeStaleFiles();
-        runDirectory.unlock();
     }
 
     private static void recoverStale(final RunDirectory runDirectory)

@@ -8,6 +8,9 @@ import io.mrd.layout.sys.Sizes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import java.util.function.Function;
+import java.util.function.Supplier;
+
 /**
  * The client's connection to whichever daemon serves it now: the one it attached to, or, after a gap, the
  * successor that adopted it ({@link DaemonWatch}, docs/adoption.md). Every request goes through here: while the
@@ -38,28 +41,25 @@ final class DaemonLink
     /** @see DaemonConnection#call */
     Message.Reply call(final Message.Request request)
     {
-        final DaemonConnection on = served();
-        try
-        {
-            return on.call(request);
-        }
-        catch (final DaemonDeadException inFlight)
-        {
-            if (!resumedSince(on))
-            {
-                throw inFlight;
-            }
-            return callAgain(request);
-        }
+        return resending(connection -> connection.call(request), () -> callAgain(request));
     }
 
     /** @see DaemonConnection#callForFd */
     DaemonConnection.Answer callForFd(final Message.Request request)
     {
+        return resending(connection -> connection.callForFd(request), () -> current.callForFd(request));
+    }
+
+    /**
+     * Runs {@code call} on the serving daemon's connection; when that daemon died with it in flight and the client
+     * resumed with a successor since, runs {@code again} there.
+     */
+    private <T> T resending(final Function<DaemonConnection, T> call, final Supplier<T> again)
+    {
         final DaemonConnection on = served();
         try
         {
-            return on.callForFd(request);
+            return call.apply(on);
         }
         catch (final DaemonDeadException inFlight)
         {
@@ -67,7 +67,7 @@ final class DaemonLink
             {
                 throw inFlight;
             }
-            return current.callForFd(request);
+            return again.get();
         }
     }
 

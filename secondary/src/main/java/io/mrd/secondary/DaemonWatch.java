@@ -420,16 +420,15 @@ final class DaemonWatch
     }
 
     /**
-     * Enters the gap, when the client may ride through one: a wait was asked for, the client holds its keys'
-     * pins ({@link #allowGap}), the daemon registered with a device ({@code ibverbs}: with {@code soft} the pins
-     * died with it) and did not stop cleanly (a clean stop deregistered everything).
+     * Enters the gap, when the client may ride through one: it holds its keys' pins ({@link #allowGap}: only a
+     * client that asked for a wait, of a daemon on a device; with {@code soft} the pins die with the daemon), and
+     * the daemon did not stop cleanly (a clean stop deregistered everything).
      *
      * @return true when the client is in the gap now (entered here or before).
      */
     private boolean enterGap(final String reason)
     {
-        if (context.adoptionWaitMs() == 0 || null == resumer || stopped || null != latch.broken() ||
-            !"ibverbs".equals(header.providerName()) || Heartbeat.lookNow(header).isClosed())
+        if (null == resumer || stopped || null != latch.broken() || Heartbeat.lookNow(header).isClosed())
         {
             return false;
         }

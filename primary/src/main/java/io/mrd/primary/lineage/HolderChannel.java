@@ -8,6 +8,7 @@ import io.mrd.layout.sys.UnixSocket;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * The codec of {@link HolderMessage} on a connection, for both of its ends: one frame, then its descriptors one
@@ -87,12 +88,12 @@ final class HolderChannel
             }
             catch (final MrdException ex)
             {
-                new Received(frame, java.util.Arrays.copyOf(fds, i)).closeAll();
+                new Received(frame, Arrays.copyOf(fds, i)).closeAll();
                 throw ex;
             }
             if (fd < 0)
             {
-                new Received(frame, java.util.Arrays.copyOf(fds, i)).closeAll();
+                new Received(frame, Arrays.copyOf(fds, i)).closeAll();
                 throw new MrdException(ErrorCode.EPROTO, "descriptor " + i + " of " + fds.length +
                     " came without its descriptor");
             }

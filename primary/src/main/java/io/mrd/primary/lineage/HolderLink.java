@@ -4,6 +4,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.protocol.HolderMessage;
+import io.mrd.layout.sys.Posix;
 import io.mrd.layout.sys.UnixSocket;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -12,6 +13,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
@@ -66,11 +68,11 @@ public final class HolderLink implements AutoCloseable
         {
             if (commandFd >= 0)
             {
-                io.mrd.layout.sys.Posix.close(commandFd);
+                Posix.close(commandFd);
             }
             for (final int fd : listFds)
             {
-                io.mrd.layout.sys.Posix.close(fd);
+                Posix.close(fd);
             }
         }
     }
@@ -148,7 +150,7 @@ public final class HolderLink implements AutoCloseable
             connection.receiveTimeout(0);
             final boolean hasCommandFd = received.frame().hasCommandFd();
             final int[] fds = received.fds();
-            final int[] lists = java.util.Arrays.copyOfRange(fds, hasCommandFd ? 1 : 0, fds.length);
+            final int[] lists = Arrays.copyOfRange(fds, hasCommandFd ? 1 : 0, fds.length);
             final HolderLink link = new HolderLink(dir, graceMs, epoch, null, connection);
             return Optional.of(new Taken(link, received.frame().epoch(), hasCommandFd ? fds[0] : -1, lists));
         }

@@ -60,16 +60,26 @@ public final class Predecessor implements AutoCloseable
     private final HolderLink.Taken taken;
     private boolean closed;
 
-    private Predecessor(final Path controlFile, final ControlHeader header, final Optional<Path> hugeDir,
-        final HolderLink.Taken taken)
+    private Predecessor(final Path controlFile, final Seen seen, final HolderLink.Taken taken)
     {
         this.controlFile = controlFile;
-        this.epoch = header.epoch();
-        this.provider = header.providerName();
-        this.deviceName = header.deviceName();
-        this.pdHandle = header.pdHandle();
-        this.hugeDir = hugeDir;
+        this.epoch = seen.epoch();
+        this.provider = seen.provider();
+        this.deviceName = seen.deviceName();
+        this.pdHandle = seen.pdHandle();
+        this.hugeDir = seen.hugeDir();
         this.taken = taken;
+    }
+
+    /** What the control file says of its daemon, read once. */
+    private record Seen(long epoch, String provider, String deviceName, int pdHandle, Optional<Path> hugeDir)
+    {
+        static Seen of(final ControlFile ctl)
+        {
+            final ControlHeader header = ctl.header();
+            return new Seen(header.epoch(), header.providerName(), header.deviceName(), header.pdHandle(),
+                listsHugeDir(ctl));
+        }
     }
 
     /**
@@ -99,11 +109,11 @@ public final class Predecessor implements AutoCloseable
             return Optional.empty();
         }
         final Optional<String> why;
-        final Optional<Path> hugeDir;
+        final Seen seen;
         try (ControlFile ctl = ControlFile.openReadOnly(controlFile))
         {
             why = refusal(ctl, expected);
-            hugeDir = listsHugeDir(ctl);
+            seen = Seen.of(ctl);
         }
         catch (final MrdException ex)
         {
@@ -127,11 +137,7 @@ public final class Predecessor implements AutoCloseable
                 "started): its registrations cannot be adopted: starting afresh");
             return Optional.empty();
         }
-        final Predecessor predecessor;
-        try (ControlFile ctl = ControlFile.openReadOnly(controlFile))
-        {
-            predecessor = new Predecessor(controlFile, ctl.header(), hugeDir, taken.get());
-        }
+        final Predecessor predecessor = new Predecessor(controlFile, seen, taken.get());
         final Optional<String> mismatch = predecessor.checkDescriptors(expected);
         if (mismatch.isPresent())
         {

@@ -150,7 +150,15 @@ final class MrShareCache
             for (final MrTable.Recorded recorded : records)
             {
                 final Registration registration = registrar.adopt(recorded.registration(), recorded.access());
-                cache.write(() -> table.adopt(recorded, registration));
+                // Only a detach changes what readers see: a record kept as it is needs no write section.
+                if (recorded.active() && !recorded.keep())
+                {
+                    cache.write(() -> table.adopt(recorded, registration));
+                }
+                else
+                {
+                    table.adopt(recorded, registration);
+                }
                 kept += recorded.keep() ? 1 : 0;
                 dropped |= !recorded.keep();
             }

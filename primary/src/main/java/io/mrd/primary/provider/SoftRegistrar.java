@@ -105,6 +105,25 @@ public final class SoftRegistrar implements Registrar
         }
         faults.beforeRegister();
         pinned.reserve(length);
+        lockCounted(address, length);
+        try
+        {
+            return insert(address, length, access);
+        }
+        catch (final RuntimeException ex)
+        {
+            pageLocks.unlock(address, length);
+            pinned.release(length);
+            throw ex;
+        }
+    }
+
+    /**
+     * Faults {@code [address, address + length)} in and locks it, its bytes counted as pinned already; on failure
+     * the count is given back and the error names the cause.
+     */
+    private void lockCounted(final long address, final long length)
+    {
         final int errno;
         try
         {
@@ -122,16 +141,6 @@ public final class SoftRegistrar implements Registrar
             pinned.release(length);
             throw lockFailure(errno, address, length, pinned.get());
         }
-        try
-        {
-            return insert(address, length, access);
-        }
-        catch (final RuntimeException ex)
-        {
-            pageLocks.unlock(address, length);
-            pinned.release(length);
-            throw ex;
-        }
     }
 
     /**
@@ -147,22 +156,7 @@ public final class SoftRegistrar implements Registrar
     {
         checkRange(recorded.address(), recorded.length());
         pinned.adopt(recorded.length());
-        final int errno;
-        try
-        {
-            populator.populate(recorded.address(), recorded.length());
-            errno = pageLocks.lock(recorded.address(), recorded.length());
-        }
-        catch (final RuntimeException ex)
-        {
-            pinned.release(recorded.length());
-            throw ex;
-        }
-        if (0 != errno)
-        {
-            pinned.release(recorded.length());
-            throw lockFailure(errno, recorded.address(), recorded.length(), pinned.get());
-        }
+        lockCounted(recorded.address(), recorded.length());
         final int index = index(recorded.lkey());
         final Registration registration = new Registration(recorded.address(), recorded.length(), recorded.lkey(),
             recorded.rkey(), recorded.lkey() & 0xFFFF_FFFFL, MrDescriptor.NO_DEVICE_HANDLE);

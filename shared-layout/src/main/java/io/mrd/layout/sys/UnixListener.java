@@ -13,8 +13,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import static io.mrd.layout.sys.MessageHeader.SOL_SOCKET;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * A listening Unix-domain stream socket through the Foreign Function &amp; Memory API, for a process that must
@@ -31,19 +29,13 @@ public final class UnixListener implements AutoCloseable
     private static final int SO_PEERCRED = 17;
     /** {@code struct ucred { pid_t pid; uid_t uid; gid_t gid; }}. */
     private static final int UCRED_LENGTH = 12;
-    private static final int SOCK_CLOEXEC = 02000000;
     private static final short POLLIN = 0x1;
-    private static final int POLLFD_LENGTH = 8;
 
     private static final Libc.Function BIND =
         Libc.function("bind", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     private static final Libc.Function LISTEN = Libc.function("listen", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     private static final Libc.Function ACCEPT4 =
         Libc.function("accept4", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-    private static final Libc.Function GETSOCKOPT =
-        Libc.function("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
-    private static final Libc.Function POLL =
-        Libc.function("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
 
     private final int fd;
     private final Path path;
@@ -107,33 +99,22 @@ public final class UnixListener implements AutoCloseable
      */
     public UnixSocket accept(final int timeoutMs)
     {
-        try (Arena arena = Arena.ofConfined())
+        if (0 == UnixSocket.poll(fd, POLLIN, timeoutMs, path.toString()))
         {
-            final MemorySegment pollfd = arena.allocate(POLLFD_LENGTH, 4);
-            pollfd.set(JAVA_INT, 0, fd);
-            pollfd.set(JAVA_SHORT, 4, POLLIN);
-            final int ready = (int)POLL.call(pollfd, 1L, timeoutMs);
-            if (ready < 0 && Libc.errno() != ErrorCode.EINTR.errno())
-            {
-                throw Posix.failure(Libc.errno(), "poll(" + path + ")");
-            }
-            if (ready <= 0)
+            return null;
+        }
+        final int connection = (int)ACCEPT4.call(fd, MemorySegment.NULL, MemorySegment.NULL, UnixSocket.SOCK_CLOEXEC);
+        if (connection < 0)
+        {
+            final int errno = Libc.errno();
+            if (errno == ErrorCode.EINTR.errno() || errno == ErrorCode.EAGAIN.errno() ||
+                errno == ErrorCode.ECONNABORTED.errno())
             {
                 return null;
             }
-            final int connection = (int)ACCEPT4.call(fd, MemorySegment.NULL, MemorySegment.NULL, SOCK_CLOEXEC);
-            if (connection < 0)
-            {
-                final int errno = Libc.errno();
-                if (errno == ErrorCode.EINTR.errno() || errno == ErrorCode.EAGAIN.errno() ||
-                    errno == ErrorCode.ECONNABORTED.errno())
-                {
-                    return null;
-                }
-                throw Posix.failure(errno, "accept4(" + path + ")");
-            }
-            return UnixSocket.wrap(connection, path + " peer");
+            throw Posix.failure(errno, "accept4(" + path + ")");
         }
+        return UnixSocket.wrap(connection, path + " peer");
     }
 
     /**
@@ -148,7 +129,7 @@ public final class UnixListener implements AutoCloseable
             final MemorySegment ucred = arena.allocate(UCRED_LENGTH, 4);
             final MemorySegment length = arena.allocate(JAVA_INT);
             length.set(JAVA_INT, 0, UCRED_LENGTH);
-            if ((int)GETSOCKOPT.call(connection.fd(), SOL_SOCKET, SO_PEERCRED, ucred, length) != 0)
+            if ((int)UnixSocket.GETSOCKOPT.call(connection.fd(), SOL_SOCKET, SO_PEERCRED, ucred, length) != 0)
             {
                 throw Posix.failure(Libc.errno(), "getsockopt(" + connection + ", SO_PEERCRED)");
             }

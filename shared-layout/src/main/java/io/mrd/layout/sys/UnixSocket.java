@@ -47,7 +47,8 @@ public final class UnixSocket implements AutoCloseable
 {
     private static final int AF_UNIX = 1;
     private static final int SOCK_STREAM = 1;
-    private static final int SOCK_CLOEXEC = 02000000;
+    /** Also {@link UnixListener}'s. */
+    static final int SOCK_CLOEXEC = 02000000;
     private static final int SO_PEERGROUPS = 59;
     private static final int SO_RCVTIMEO = 20;
     private static final int SHUT_WR = 1;
@@ -83,7 +84,8 @@ public final class UnixSocket implements AutoCloseable
         Libc.bind("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     private static final MethodHandle SHUTDOWN =
         Libc.bind("shutdown", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-    private static final Libc.Function GETSOCKOPT =
+    /** Also {@link UnixListener}'s. */
+    static final Libc.Function GETSOCKOPT =
         Libc.function("getsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
     private static final Libc.Function SETSOCKOPT =
         Libc.function("setsockopt", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
@@ -362,22 +364,34 @@ public final class UnixSocket implements AutoCloseable
      */
     public boolean awaitHangup(final int timeoutMs)
     {
+        return (poll(fd, POLLRDHUP, timeoutMs, peer + ", POLLRDHUP") & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+    }
+
+    /**
+     * {@code poll} of one descriptor for {@code events}; also {@link UnixListener}'s.
+     *
+     * @param what the descriptor and events, for the error.
+     * @return the events that came ({@code revents}), 0 when the time passed or a signal came first.
+     * @throws MrdException with the errno of {@code poll}.
+     */
+    static int poll(final int fd, final short events, final int timeoutMs, final String what)
+    {
         try (Arena arena = Arena.ofConfined())
         {
             final MemorySegment pollfd = arena.allocate(POLLFD_LENGTH, 4);
             pollfd.set(JAVA_INT, 0, fd);
-            pollfd.set(JAVA_SHORT, 4, POLLRDHUP);
+            pollfd.set(JAVA_SHORT, 4, events);
             final int rc = (int)POLL.call(pollfd, 1L, timeoutMs);
             if (rc < 0)
             {
                 final int errno = Libc.errno();
                 if (errno == ErrorCode.EINTR.errno())
                 {
-                    return false;
+                    return 0;
                 }
-                throw Posix.failure(errno, "poll(" + peer + ", POLLRDHUP)");
+                throw Posix.failure(errno, "poll(" + what + ")");
             }
-            return rc > 0 && (pollfd.get(JAVA_SHORT, 6) & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+            return rc > 0 ? pollfd.get(JAVA_SHORT, 6) : 0;
         }
     }
 
