@@ -1,6 +1,7 @@
 package io.mrd.bench;
 
 import io.mrd.bench.jmh.LookupRounds;
+import io.mrd.bench.multi.AdoptionBench;
 import io.mrd.bench.multi.InFlightBench;
 import io.mrd.bench.multi.LargeAllocationBench;
 import io.mrd.bench.multi.MultiProcessBench;
@@ -27,6 +28,8 @@ import java.util.List;
  *                                                → DIR/roundtrip.tsv, DIR/c-pingpong.tsv, DIR/c-pin.tsv, ...
  *   allocate  MODE --out DIR                     1 and 8 GiB allocations with the C populate → DIR/allocate.tsv
  *   inflight  MODE --out DIR                     requests during a slow registration → DIR/inflight.tsv
+ *   adopt     MODE --out DIR                     a successor adopting vs starting afresh, mrd restart under
+ *                                                load (emulated device: -Dmrd.bench.emulator) → DIR/adopt.tsv
  *   report --out DIR [--cores N] [--title TEXT]  every DIR/*.tsv → DIR/table.md, DIR/lookup.png
  * </pre>
  * MODE is {@code --smoke}, {@code --quick} or nothing (full), optionally with {@code --rounds N}. JMH's own
@@ -86,6 +89,7 @@ public final class BenchMain
             case "roundtrip" -> RoundTripBench.run(plan, out);
             case "allocate" -> LargeAllocationBench.run(plan, out);
             case "inflight" -> InFlightBench.run(plan, out);
+            case "adopt" -> AdoptionBench.run(plan, out);
             case "report" -> report(out, cores, title);
             default ->
             {
@@ -119,6 +123,7 @@ public final class BenchMain
               roundtrip MODE --out DIR                     round trips (journal on/off) with the C ping-pong and mlock
               allocate  MODE --out DIR                     allocate + first key of 1 and 8 GiB with the C populate
               inflight  MODE --out DIR                     ALLOC/FREE/CREATE_MR during a slow registration
+              adopt     MODE --out DIR                     kill -9 + successor adopting vs afresh; mrd restart under load
               report --out DIR [--cores N] [--title TEXT]  table.md and lookup.png from DIR/*.tsv
             MODE: --smoke (2 tiny rounds), --quick (5 rounds) or nothing (full, 9 rounds); --rounds N overrides.
             The C programs are taken from -Dmrd.bench.c=DIR. scripts/bench runs them all.""");

@@ -47,7 +47,8 @@ import java.util.concurrent.Callable;
         "  mrd start --dir /tmp/mrd",
         "  mrd start --dir /tmp/mrd --max-memory 4GiB --huge-dir /dev/hugepages --foreground",
         "  mrd start --base-virtaddr 0x200000000000 --max-pinned 1GiB",
-        "  mrd start --metrics :9464            then: curl -s http://127.0.0.1:9464/metrics"
+        "  mrd start --metrics :9464            then: curl -s http://127.0.0.1:9464/metrics",
+        "  mrd start --dir /tmp/mrd --provider ibverbs --take-over   (as 'mrd restart' does)"
     })
 public final class StartCommand implements Callable<Integer>
 {
@@ -63,6 +64,17 @@ public final class StartCommand implements Callable<Integer>
 
     @Option(names = "--log-level", paramLabel = "LEVEL", description = "TRACE, DEBUG, INFO (default), WARN or ERROR.")
     Mrd.LogLevel logLevel;
+
+    @Option(names = "--take-over", description = "Replace the daemon running in --dir (the upgrade path; what " +
+        "'mrd restart' runs): this daemon starts and loads its libraries, then asks the running one to hand over " +
+        "and adopts its registrations, memory and clients (docs/adoption.md), so that requests wait only for the " +
+        "adoption. Exit 1 when none runs there; a take-over that fails before asking leaves it serving.")
+    boolean takeOver;
+
+    @Option(names = "--take-over-timeout", paramLabel = "SECONDS", defaultValue = "30",
+        description = "With --take-over: how long to wait for the running daemon to hand over, 1 to " +
+            StopCommand.MAX_TIMEOUT_SECONDS + " (default: ${DEFAULT-VALUE}).")
+    int takeOverTimeoutSeconds;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -80,7 +92,13 @@ public final class StartCommand implements Callable<Integer>
             throw Mrd.usage(spec, ex);
         }
         checkHugeDir(context);
-        return foreground ? runForeground(context) : startBackground(context);
+        if (takeOverTimeoutSeconds < 1 || takeOverTimeoutSeconds > StopCommand.MAX_TIMEOUT_SECONDS)
+        {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--take-over-timeout " +
+                takeOverTimeoutSeconds + " must be between 1 and " + StopCommand.MAX_TIMEOUT_SECONDS + " seconds");
+        }
+        final long replaced = takeOver ? HandoverRequest.runningDaemon(context.get(DaemonSettings.DIR)) : 0;
+        return foreground ? runForeground(context, replaced) : startBackground(context);
     }
 
     /**
@@ -114,8 +132,18 @@ public final class StartCommand implements Callable<Integer>
             .applyEnvironment(env).conclude();
     }
 
-    private int runForeground(final DaemonContext context)
+    /**
+     * @param replaced the daemon this one takes over from ({@code --take-over}), else 0.
+     */
+    private int runForeground(final DaemonContext context, final long replaced)
     {
+        if (takeOver)
+        {
+            // Everything that does not need the directory first: the running daemon serves meanwhile.
+            MrdDaemon.prepare();
+            HandoverRequest.handOver(context.get(DaemonSettings.DIR), replaced, takeOverTimeoutSeconds);
+            spec.commandLine().getOut().println("mrd take-over: pid " + replaced + " handed over");
+        }
         final MrdDaemon daemon = MrdDaemon.launch(context);
         Runtime.getRuntime().addShutdownHook(new Thread(daemon::close, "mrd-shutdown"));
         // SIGTERM and SIGINT are the graceful stop, not a failure: exit 0 (the JVM's default is 128 + signal,
@@ -135,7 +163,7 @@ public final class StartCommand implements Callable<Integer>
     {
         final Path dir = context.get(DaemonSettings.DIR);
         final RunDirectory runDirectory = new RunDirectory(dir).ensureExists();
-        if (RunDirectoryReader.isLocked(dir))
+        if (!takeOver && RunDirectoryReader.isLocked(dir))
         {
             throw new MrdException(ErrorCode.EBUSY, "a daemon is already running in " + dir +
                 RunDirectoryReader.readSummary(dir).map(s -> " (pid " + s.pid() + ")").orElse("") +

@@ -221,6 +221,10 @@ final class CommandLineErrorsTest
             // restart checks its own options before it asks any daemon to hand over (never {live}'s)
             row(2, "--timeout 0 must be between 1 and 86400", "restart", "--dir", "{live}", "--timeout", "0"),
             row(1, "ESRCH: no daemon running in {missing} to hand over", "restart", "--dir", "{missing}"),
+            row(2, "--take-over-timeout 0 must be between 1 and 86400", "start", "--dir", "{live}", "--take-over",
+                "--take-over-timeout", "0"),
+            row(1, "ESRCH: no daemon running in {missing} to hand over", "start", "--dir", "{missing}",
+                "--take-over"),
 
             row(2, "--dir': path '' is empty", "status", "--dir", ""),
             row(1, "ENOTDIR: cannot use run directory {file}: {file} is not a directory", "status", "--dir", "{file}"),

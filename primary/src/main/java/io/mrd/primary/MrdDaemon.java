@@ -93,6 +93,18 @@ public final class MrdDaemon implements AutoCloseable
     }
 
     /**
+     * Loads what a start needs that does not depend on its directory: Netty's epoll transport and Chronicle
+     * Bytes, together most of what a small machine spends starting once the JVM runs. {@link #launch} does it
+     * before taking the directory's lock; a daemon taking over ({@code mrd start --take-over}) does it before it
+     * asks the running daemon to hand over, so that requests wait only for the adoption. Idempotent.
+     */
+    public static void prepare()
+    {
+        MrdServer.requireTransport();
+        MappedEventJournal.loadLibrary();
+    }
+
+    /**
      * Starts a daemon: locks the directory; adopts the state a previous daemon that died there left, when it
      * passes {@link Predecessor}'s checks ({@link DaemonAdoption}); else recovers the directory, creates and
      * publishes the control file, reserves the memory, starts the heartbeat and the descriptor holder.
@@ -103,6 +115,7 @@ public final class MrdDaemon implements AutoCloseable
     {
         context.conclude();
         final RunDirectory runDirectory = new RunDirectory(context.get(DIR)).ensureExists();
+        prepare();
         runDirectory.lock();
         final long epoch = new SecureRandom().nextLong();
         final ControlFileLayout layout;

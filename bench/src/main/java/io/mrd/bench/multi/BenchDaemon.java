@@ -8,6 +8,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
@@ -25,6 +27,7 @@ final class BenchDaemon implements AutoCloseable
 
     private final Path dir;
     private final Child process;
+    private boolean killed;
 
     private BenchDaemon(final Path dir, final Child process)
     {
@@ -39,11 +42,36 @@ final class BenchDaemon implements AutoCloseable
      */
     static BenchDaemon start(final Path log, final List<String> args)
     {
+        return start(log, args, Map.of());
+    }
+
+    /**
+     * @param env variables for the daemon's environment, such as {@code MRD_IBVERBS_LIBRARY}.
+     */
+    static BenchDaemon start(final Path log, final List<String> args, final Map<String, String> env)
+    {
         final Path dir = createRunDirectory();
+        try
+        {
+            return startIn(dir, log, args, env);
+        }
+        catch (final RuntimeException ex)
+        {
+            deleteQuietly(dir);
+            throw ex;
+        }
+    }
+
+    /**
+     * Starts a daemon in an existing run directory, such as the successor of one {@link #kill killed} there;
+     * returns once it serves. Closing it removes the directory.
+     */
+    static BenchDaemon startIn(final Path dir, final Path log, final List<String> args, final Map<String, String> env)
+    {
         final List<String> command = new ArrayList<>(List.of("start", "--foreground", "--dir", dir.toString()));
         command.addAll(args);
         System.out.println("bench: starting the daemon in " + dir + ": mrd " + String.join(" ", command));
-        final Child process = Child.start("daemon", log, List.of("-Xmx512m"), "io.mrd.cli.Mrd", command);
+        final Child process = Child.start("daemon", log, List.of("-Xmx512m"), "io.mrd.cli.Mrd", command, env);
         try
         {
             process.awaitLine(line -> line.startsWith("mrd started:"), START_TIMEOUT);
@@ -51,7 +79,6 @@ final class BenchDaemon implements AutoCloseable
         catch (final RuntimeException ex)
         {
             process.close();
-            deleteQuietly(dir);
             throw new IllegalStateException("the daemon did not start: " + ex.getMessage(), ex);
         }
         return new BenchDaemon(dir, process);
@@ -71,11 +98,43 @@ final class BenchDaemon implements AutoCloseable
         return process.cpuSeconds();
     }
 
+    /**
+     * @return the first line of the daemon's output matching {@code predicate}, waiting for it.
+     */
+    String awaitLine(final Predicate<String> predicate)
+    {
+        return process.awaitLine(predicate, START_TIMEOUT);
+    }
+
+    /**
+     * SIGKILL: the daemon crashes and leaves its run directory as it was, for a successor ({@link #startIn}).
+     */
+    void kill()
+    {
+        killed = true;
+        process.kill();
+    }
+
+    /**
+     * Waits for the daemon to exit by itself, as it does after handing over to a successor.
+     */
+    int awaitExit()
+    {
+        return process.awaitExit(START_TIMEOUT);
+    }
+
+    /**
+     * Stops the daemon (SIGTERM, then SIGKILL) and removes its run directory; a daemon that was {@link #kill
+     * killed} leaves the directory to its successor, whose close removes it.
+     */
     public void close()
     {
         process.stop(Duration.ofSeconds(20));
         process.close();
-        deleteQuietly(dir);
+        if (!killed)
+        {
+            deleteQuietly(dir);
+        }
     }
 
     /**

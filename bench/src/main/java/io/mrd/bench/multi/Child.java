@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
@@ -38,11 +39,22 @@ final class Child implements AutoCloseable
     static Child start(final String name, final Path log, final List<String> jvmFlags, final String mainClass,
         final List<String> args)
     {
+        return start(name, log, jvmFlags, mainClass, args, Map.of());
+    }
+
+    /**
+     * @param env variables added to this JVM's environment for the child (such as the emulated device's library).
+     */
+    static Child start(final String name, final Path log, final List<String> jvmFlags, final String mainClass,
+        final List<String> args, final Map<String, String> env)
+    {
         final List<String> command = new ArrayList<>(JvmFlags.javaCommand(jvmFlags, mainClass));
         command.addAll(args);
         try
         {
-            final Process process = new ProcessBuilder(command)
+            final ProcessBuilder builder = new ProcessBuilder(command);
+            builder.environment().putAll(env);
+            final Process process = builder
                 .redirectErrorStream(true)
                 .redirectOutput(log.toFile())
                 .redirectInput(ProcessBuilder.Redirect.PIPE)
@@ -184,6 +196,22 @@ final class Child implements AutoCloseable
         {
             Thread.currentThread().interrupt();
         }
+    }
+
+    /**
+     * SIGKILL, and waits for the exit: a crash, which leaves the child no chance to clean up.
+     *
+     * @return the exit status (137 on Linux).
+     */
+    int kill()
+    {
+        process.destroyForcibly();
+        return awaitExit(Duration.ofSeconds(30));
+    }
+
+    long pid()
+    {
+        return process.pid();
     }
 
     String tail()

@@ -59,6 +59,33 @@ final class Format
             {
                 return String.format(Locale.ROOT, "%.3f–%.3f%%", min, max);
             }
+        },
+
+        /** Milliseconds, the row's own (its reference is shown beside it): {@code 412 ms}, {@code 380–455 ms}. */
+        MS
+        {
+            String value(final double v)
+            {
+                return millis(v);
+            }
+
+            String range(final double min, final double max)
+            {
+                return String.format(Locale.ROOT, "%.0f–%.0f ms", min, max);
+            }
+        },
+        /** A count, the row's own: {@code 0}, {@code 0–2}. */
+        COUNT
+        {
+            String value(final double v)
+            {
+                return String.format(Locale.ROOT, "%,.0f", v);
+            }
+
+            String range(final double min, final double max)
+            {
+                return String.format(Locale.ROOT, "%,.0f–%,.0f", min, max);
+            }
         };
 
         abstract String value(double v);
@@ -98,6 +125,11 @@ final class Format
     static String signedMicros(final double us)
     {
         return (us < 0 ? "−" : "+") + micros(Math.abs(us));
+    }
+
+    static String millis(final double ms)
+    {
+        return String.format(Locale.ROOT, "%,.0f ms", ms);
     }
 
     static String gbps(final double rate)

@@ -79,7 +79,7 @@ public final class ReportTable
     }
 
     /** One side of a row: its values by round and the text that shows their median ({@link #MISSING} if none). */
-    private record Side(SortedMap<Integer, Double> rounds, String text)
+    record Side(SortedMap<Integer, Double> rounds, String text)
     {
     }
 
@@ -125,6 +125,7 @@ public final class ReportTable
         rows.addAll(inFlight());
         rows.addAll(pool());
         rows.addAll(journal());
+        rows.addAll(new AdoptionRows(results).rows());
         return rows;
     }
 
@@ -175,6 +176,11 @@ public final class ReportTable
 
     private Side side(final String source, final String row, final DoubleFunction<String> text)
     {
+        return side(results, source, row, text);
+    }
+
+    static Side side(final Results results, final String source, final String row, final DoubleFunction<String> text)
+    {
         final SortedMap<Integer, Double> rounds = results.rounds(source, row);
         final OptionalDouble median = results.median(source, row);
         return new Side(rounds, median.isPresent() ? text.apply(median.getAsDouble()) : MISSING);
@@ -190,7 +196,7 @@ public final class ReportTable
      * A row against its reference: the per-round figure {@code perRound(row, reference)}, its median and range,
      * the verdict against {@code target} (none: no verdict).
      */
-    private static Row compare(final String label, final Side row, final Side reference,
+    static Row compare(final String label, final Side row, final Side reference,
         final DoubleBinaryOperator perRound, final Scale scale, final String suffix, final Target target)
     {
         final Optional<Spread> spread = Spread.paired(row.rounds(), reference.rounds(), perRound);
@@ -206,7 +212,7 @@ public final class ReportTable
             null == target ? NONE : target.verdict(s).word());
     }
 
-    private static double quotient(final double row, final double reference)
+    static double quotient(final double row, final double reference)
     {
         return row / reference;
     }

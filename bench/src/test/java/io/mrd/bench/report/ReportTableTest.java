@@ -377,4 +377,38 @@ class ReportTableTest
         assertTrue(counts.summary().startsWith("1 of " + counts.withTarget() + " targets met, 1 unstable, "),
             counts.summary());
     }
+
+    @Test
+    void adoptionRowsCompareWithStartingAfreshRoundByRoundAndHoldTheAbsoluteTargets()
+    {
+        for (int round = 1; round <= 2; round++)
+        {
+            put("multi", "adopt.mrs", round, 1000);
+            put("multi", "adopt.startToServing", round, 1000 * round);
+            put("multi", "fresh.startToServing", round, 900);
+            // round 2: afresh 900 + 1,100 = 2,000 ms against 2,000 ms adopting: 1.00x, still met
+            put("multi", "fresh.register", round, round == 1 ? 3100 : 1100);
+            put("multi", "adopt.step", round, round == 1 ? 400 : 600);
+            put("multi", "adopt.registrations", round, 0);
+            put("multi", "fresh.registrations", round, 1000);
+            put("multi", "restart.failed", round, round - 1);
+            put("multi", "restart.requests", round, 5000);
+        }
+        final ReportTable table = new ReportTable(results, 2);
+        final Row start = row(table, "after kill -9: successor's process start → serving, adopting 1,000 MRs");
+        assertEquals("0.63×", start.ratio(), "the median of 1000/4000 and 2000/2000");
+        assertEquals("0.25–1.00×", start.range());
+        assertEquals("met", start.verdict());
+        final Row step = row(table, "after kill -9: the successor's adoption step of 1,000 MRs");
+        assertEquals("500 ms", step.ratio(), "the row's own milliseconds, not a ratio");
+        assertEquals("unstable", step.verdict(), "400 ms meets 500 ms, 600 ms does not");
+        assertEquals("registering them again: 2,100 ms", step.reference());
+        final Row registrations = row(table, "after kill -9: registrations the adopting successor made");
+        assertEquals("0", registrations.value());
+        assertEquals("afresh: 1,000", registrations.reference());
+        assertEquals("met", registrations.verdict());
+        assertEquals("unstable", row(table, "mrd restart under ALLOC + FREE 2 MiB without pause: failed").verdict(),
+            "one failed request in round 2");
+        assertEquals("no (missing)", row(table, "lookups of held memory in the gap").verdict());
+    }
 }

@@ -90,6 +90,22 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
     }
 
     /**
+     * Initialises Chronicle Bytes (its OS layer and mapping classes: most of a second on a small machine, the first
+     * time in a process), which {@link #create} would otherwise do.
+     */
+    public static void loadLibrary()
+    {
+        try
+        {
+            Class.forName(MappedBytes.class.getName(), true, MappedEventJournal.class.getClassLoader());
+        }
+        catch (final ClassNotFoundException ex)
+        {
+            throw new IllegalStateException("Chronicle Bytes is not on the class path", ex);
+        }
+    }
+
+    /**
      * Creates the journal in {@code dir} (which is created), its files at their whole length, and starts lap 1.
      *
      * @param journalSize the bound of all files together ({@code --journal-size}).

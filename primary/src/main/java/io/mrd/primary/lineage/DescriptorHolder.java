@@ -179,6 +179,11 @@ public final class DescriptorHolder
 
     private boolean take(final UnixSocket peer)
     {
+        // A successor may ask before this loop has seen its owner's hangup: an owner that exited is gone now.
+        if (null != owner && owner.awaitHangup(0))
+        {
+            ownerEnded();
+        }
         if (null != owner || null == held)
         {
             HolderChannel.send(peer, HolderMessage.HELD, 0, 0, new int[0]);

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
@@ -31,6 +32,7 @@ public final class HolderLink implements AutoCloseable
 {
     private static final Logger LOG = LoggerFactory.getLogger(HolderLink.class);
     private static final long START_TIMEOUT_MS = 20_000;
+    private static final long RESTART_INTERVAL_MS = 1_000;
 
     /**
      * What a daemon deposits.
@@ -83,6 +85,8 @@ public final class HolderLink implements AutoCloseable
     private volatile Supplier<Descriptors> descriptors;
     private volatile UnixSocket connection;
     private volatile boolean closing;
+    /** When the watch last started a holder: only the watch thread reads and writes it. */
+    private long startedNs = System.nanoTime();
     private final Thread watch;
 
     private HolderLink(final Path dir, final long graceMs, final long epoch, final Supplier<Descriptors> descriptors,
@@ -216,6 +220,14 @@ public final class HolderLink implements AutoCloseable
             LOG.warn("the descriptor holder exited: starting another, or a successor could not adopt this daemon's " +
                 "registrations");
             current.close();
+            // A holder that cannot keep running (its socket taken, no memory for a JVM) must not be restarted in
+            // a tight loop: at most one start per RESTART_INTERVAL_MS.
+            final long sinceMs = (System.nanoTime() - startedNs) / 1_000_000;
+            if (sinceMs < RESTART_INTERVAL_MS)
+            {
+                LockSupport.parkNanos((RESTART_INTERVAL_MS - sinceMs) * 1_000_000);
+            }
+            startedNs = System.nanoTime();
             try
             {
                 connection = startAndDeposit(dir, graceMs, epoch, descriptors.get(), () -> closing);

@@ -146,6 +146,21 @@ public final class MrdServer implements AutoCloseable
     }
 
     /**
+     * Loads Netty's epoll transport and its native library (half a second on a small machine, the first time in a
+     * process).
+     *
+     * @throws MrdException ENOSYS when the transport is unavailable here, saying why.
+     */
+    public static void requireTransport()
+    {
+        if (!Epoll.isAvailable())
+        {
+            throw new MrdException(ErrorCode.ENOSYS, "Netty's epoll transport is unavailable: " +
+                Epoll.unavailabilityCause());
+        }
+    }
+
+    /**
      * Reserves the external window, binds {@code DIR/mrd.sock} (mode 0660) and starts accepting.
      *
      * @param registrar the provider, whose device (if it has one) secondaries import (IMPORT_PD) and whose
@@ -171,11 +186,7 @@ public final class MrdServer implements AutoCloseable
         final Runnable onHandover,
         final AdoptedClients adopted)
     {
-        if (!Epoll.isAvailable())
-        {
-            throw new MrdException(ErrorCode.ENOSYS, "Netty's epoll transport is unavailable: " +
-                Epoll.unavailabilityCause());
-        }
+        requireTransport();
         final Path socket = runDirectory.socketFile();
         if (socket.toString().getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH)
         {
