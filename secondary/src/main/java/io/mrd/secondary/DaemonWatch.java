@@ -64,12 +64,7 @@ final class DaemonWatch
     private volatile boolean stopped;
     private volatile String lastDaemonError;
     private volatile Resumer resumer;
-    /** Guards the gap's state; waited on by requests in the gap. */
-    private final Object gap = new Object();
-    /** Guarded by {@link #gap}: when the client noticed its daemon's death, 0 when not in a gap. */
-    private long gapSinceMs;
-    /** Guarded by {@link #gap}. */
-    private String gapReason;
+    private final AdoptionGap gap = new AdoptionGap();
 
     /**
      * What resumes the client with a successor: connects to it, says HELLO with the client's id and makes the new
@@ -153,31 +148,14 @@ final class DaemonWatch
      */
     void awaitGapEnd()
     {
-        synchronized (gap)
-        {
-            while (0 != gapSinceMs)
-            {
-                try
-                {
-                    gap.wait(context.watchdogIntervalMs());
-                }
-                catch (final InterruptedException ex)
-                {
-                    Thread.currentThread().interrupt();
-                    throw new MrdException(ErrorCode.EINTR, "interrupted waiting for a successor of " + daemon());
-                }
-            }
-        }
+        gap.awaitEnd(context.watchdogIntervalMs(), daemon());
         requireAliveAsLastSeen();
     }
 
     /** @return true while the client is in a gap (its daemon died, no successor resumed it yet). */
     boolean inGap()
     {
-        synchronized (gap)
-        {
-            return 0 != gapSinceMs;
-        }
+        return gap.inGap();
     }
 
     /**
@@ -283,11 +261,7 @@ final class DaemonWatch
         latch.trip(new MrdException(ErrorCode.EBADF, "this client of the daemon in " + context.dir() +
             " is closed: attach again"));
         stopped = true;
-        synchronized (gap)
-        {
-            gapSinceMs = 0;
-            gap.notifyAll();
-        }
+        gap.resumed();
         if (null != watchdog)
         {
             LockSupport.unpark(watchdog);
@@ -433,14 +407,9 @@ final class DaemonWatch
             return false;
         }
         final long now = System.currentTimeMillis();
-        synchronized (gap)
+        if (!gap.enter(reason, now))
         {
-            if (0 != gapSinceMs)
-            {
-                return true;
-            }
-            gapSinceMs = now;
-            gapReason = reason;
+            return true;
         }
         LOG.warn("{} {}: keys and RDMA go on, requests wait up to {} ms for a successor to adopt its state",
             daemon(), reason, context.adoptionWaitMs());
@@ -454,13 +423,13 @@ final class DaemonWatch
      */
     private void lookForSuccessor()
     {
-        final long since;
-        final String reason;
-        synchronized (gap)
+        final AdoptionGap.Entered entered = gap.current();
+        if (null == entered)
         {
-            since = gapSinceMs;
-            reason = gapReason;
+            return;
         }
+        final long since = entered.sinceMs();
+        final String reason = entered.reason();
         final long now = System.currentTimeMillis();
         if (now - since > context.adoptionWaitMs())
         {
@@ -498,28 +467,19 @@ final class DaemonWatch
             endGap(reason + "; its successor did not resume this client: " + ex.oneLine());
             return;
         }
-        synchronized (gap)
-        {
-            gapSinceMs = 0;
-            gap.notifyAll();
-        }
+        gap.resumed();
         final long gapMs = System.currentTimeMillis() - since;
         LOG.info("resumed with {}, which adopted its predecessor's state, after {} ms without a daemon", daemon(),
             gapMs);
         tellAdopted(epoch, gapMs);
     }
 
-    /** The gap ends in the loss: the latch trips, then the requests waiting are let go (and throw). */
+    /** The gap ends in the loss ({@link AdoptionGap#lost}: the latch trips before the waiting requests go). */
     private void endGap(final String reason)
     {
         final DaemonDeadException dead = dead(reason);
         onBroken.accept(dead);
-        trip(dead);
-        synchronized (gap)
-        {
-            gapSinceMs = 0;
-            gap.notifyAll();
-        }
+        gap.lost(() -> trip(dead));
     }
 
     private static Object fileKey(final Path path)

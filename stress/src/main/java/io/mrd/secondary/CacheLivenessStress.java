@@ -1,10 +1,5 @@
 package io.mrd.secondary;
 
-import io.mrd.layout.Access;
-import io.mrd.layout.ErrorCode;
-import io.mrd.layout.MrEntry;
-import io.mrd.layout.MrdException;
-import org.agrona.BufferUtil;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;
@@ -12,8 +7,6 @@ import org.openjdk.jcstress.annotations.JCStressTest;
 import org.openjdk.jcstress.annotations.Outcome;
 import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
-
-import java.nio.ByteBuffer;
 
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE_INTERESTING;
@@ -41,37 +34,16 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 public class CacheLivenessStress
 {
     static final int NOT_RUN = 0;
-    static final int KEY = 1;
-    static final int DEAD = 2;
-    static final int OTHER = 3;
+    static final int KEY = HeldEntrySource.KEY;
+    static final int DEAD = HeldEntrySource.DEAD;
+    static final int OTHER = HeldEntrySource.OTHER;
 
-    private static final long BASE = 0x7f00_0000_0000L;
-    private static final long LENGTH = 1 << 20;
-    private static final int LKEY = 0x1234;
-    /** A devGen that never moves: the staleness comes from {@link MrCache#invalidate()}. */
-    private static final ByteBuffer DEV_GEN = BufferUtil.allocateDirectAligned(Long.BYTES, Long.BYTES);
-    private static final long DEV_GEN_ADDRESS = BufferUtil.address(DEV_GEN);
     private static final DaemonDeadException DEATH = new DaemonDeadException("stress: the daemon died");
 
-    static
-    {
-        DEV_GEN.putLong(0, 1);
-    }
-
     private final LivenessLatch latch = new LivenessLatch();
-    private final MrCache cache;
+    /** The entry in every level, then a stale generation: the datapath's next lookup flushes and adopts. */
+    private final MrCache cache = HeldEntrySource.staleCache(latch);
     private volatile boolean marked;
-
-    public CacheLivenessStress()
-    {
-        cache = new MrCache(new Source(latch));
-        // The entry in every level, then a stale generation: the datapath's next lookup flushes and adopts.
-        if (cache.lkey(BASE, 8) != LKEY)
-        {
-            throw new IllegalStateException("the set-up lookup failed");
-        }
-        cache.invalidate();
-    }
 
     /** The watch: the daemon is dead. */
     @Actor
@@ -98,59 +70,6 @@ public class CacheLivenessStress
 
     private int lookup()
     {
-        try
-        {
-            return cache.lkey(BASE + 64, 64) == LKEY ? KEY : OTHER;
-        }
-        catch (final DaemonDeadException ex)
-        {
-            return DEAD;
-        }
-        catch (final RuntimeException ex)
-        {
-            return OTHER;
-        }
-    }
-
-    /** The client's source, but with a global cache that always holds the entry and no daemon to ask. */
-    private static final class Source implements MrSource
-    {
-        private final LivenessLatch latch;
-
-        Source(final LivenessLatch latch)
-        {
-            this.latch = latch;
-        }
-
-        public void requireAliveAsLastSeen()
-        {
-            latch.requireAlive();
-        }
-
-        public long devGenAddress()
-        {
-            return DEV_GEN_ADDRESS;
-        }
-
-        public void track(final MrCache cache)
-        {
-            latch.track(cache);
-        }
-
-        public void requireAliveNow()
-        {
-            latch.requireAlive();
-        }
-
-        public boolean lookupGlobal(final long address, final MrEntry out)
-        {
-            out.set(BASE, BASE + LENGTH, LKEY, Access.NO_RKEY, Access.LOCAL, 0);
-            return true;
-        }
-
-        public void createMr(final long address, final long length, final MrEntry out)
-        {
-            throw new MrdException(ErrorCode.ENXIO, "stress: no daemon to create an MR");
-        }
+        return HeldEntrySource.lookup(cache);
     }
 }

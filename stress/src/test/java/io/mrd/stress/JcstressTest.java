@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.fail;
 final class JcstressTest
 {
     private static final String[] TESTS = {"CacheLivenessStress", "GlobalCacheSeqLockStress", "TurnHandOnStress",
-        "GiveUpHandOnStress"};
+        "GiveUpHandOnStress",
+        "GapLivenessStress.Lost", "GapLivenessStress.Resumed"};
     private static final long DEADLINE_MINUTES = 10;
     /** jcstress's progress line; its last one is the run's total. */
     private static final Pattern SUMMARY = Pattern.compile(
