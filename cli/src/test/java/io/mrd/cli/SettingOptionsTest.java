@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 final class SettingOptionsTest
 {
     /** The options of {@code mrd start} that are no setting. */
-    private static final Set<String> COMMANDS_OWN = Set.of("--foreground", "--log-level", "--help", "--version");
+    private static final Set<String> COMMANDS_OWN = Set.of("--foreground", "--log-level", "--take-over",
+        "--take-over-timeout", "--help", "--version");
 
     static List<DaemonSetting<?>> settingsWithAnOption()
     {
@@ -62,7 +63,8 @@ final class SettingOptionsTest
     void theFooterNamesTheVariablesThatAreNotTheOptionInCapitalsAndThoseWithoutOne()
     {
         final String help = usage();
-        assertTrue(help.contains("Every option but --foreground and --log-level can also be given by a variable"),
+        assertTrue(help.contains("Every option but --foreground, --log-level, --take-over and " +
+            "--take-over-timeout can also be given by a variable"),
             help);
         for (final DaemonSetting<?> setting : DaemonSettings.all())
         {
