@@ -30,6 +30,9 @@ import java.util.concurrent.Callable;
             "sizes to adopt; with others it starts afresh and says why in its log. Exit 1 when no daemon runs " +
             "there, it refuses, it does not hand over in time, or the new one does not start (when it fails " +
             "before asking, the running one goes on serving).",
+        "Under systemd (NOTIFY_SOCKET; scripts/mrd.service runs it as ExecReload, Type=notify, " +
+            "NotifyAccess=all) the new daemon first makes itself the unit's main process (MAINPID=) and waits " +
+            "until systemd has read it; when systemd does not confirm within 5 s it gives the pid back and exits 1.",
         "Unknown options are passed to 'mrd start'."
     },
     footer = {"", "Example:", "  mrd restart --dir /tmp/mrd --provider ibverbs"})

@@ -137,12 +137,13 @@ public final class StartCommand implements Callable<Integer>
      */
     private int runForeground(final DaemonContext context, final long replaced)
     {
+        final long self = ProcessHandle.current().pid();
+        final ServiceManager serviceManager = ServiceManager.of(System.getenv());
         if (takeOver)
         {
             // Everything that does not need the directory first: the running daemon serves meanwhile.
             MrdDaemon.prepare();
-            HandoverRequest.handOver(context.get(DaemonSettings.DIR), replaced, takeOverTimeoutSeconds);
-            spec.commandLine().getOut().println("mrd take-over: pid " + replaced + " handed over");
+            takeOver(context.get(DaemonSettings.DIR), replaced, serviceManager, self);
         }
         final MrdDaemon daemon = MrdDaemon.launch(context);
         Runtime.getRuntime().addShutdownHook(new Thread(daemon::close, "mrd-shutdown"));
@@ -152,11 +153,34 @@ public final class StartCommand implements Callable<Integer>
         {
             sun.misc.Signal.handle(new sun.misc.Signal(signal), ignored -> System.exit(0));
         }
-        spec.commandLine().getOut().println("mrd started: pid " + ProcessHandle.current().pid() + ", dir " +
-            context.get(DaemonSettings.DIR));
+        serviceManager.ready(self);
+        spec.commandLine().getOut().println("mrd started: pid " + self + ", dir " + context.get(DaemonSettings.DIR));
         spec.commandLine().getOut().flush();
         daemon.awaitClosed();
         return 0;
+    }
+
+    /**
+     * Becomes the service manager's main process, then asks daemon {@code replaced} to hand over. When either
+     * fails while {@code replaced} still holds the directory, it is made the main process again: it serves on.
+     */
+    private void takeOver(final Path dir, final long replaced, final ServiceManager serviceManager, final long self)
+    {
+        try
+        {
+            serviceManager.mainPid(self);
+            HandoverRequest.handOver(dir, replaced, takeOverTimeoutSeconds);
+        }
+        catch (final MrdException ex)
+        {
+            if (RunDirectoryReader.isLocked(dir) &&
+                RunDirectoryReader.readSummary(dir).map(s -> s.pid() == replaced).orElse(false))
+            {
+                serviceManager.restoreMainPid(replaced);
+            }
+            throw ex;
+        }
+        spec.commandLine().getOut().println("mrd take-over: pid " + replaced + " handed over");
     }
 
     private int startBackground(final DaemonContext context)

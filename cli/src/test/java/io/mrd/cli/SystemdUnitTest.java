@@ -56,6 +56,30 @@ class SystemdUnitTest
             "scripts/mrd.service's comment must give the exposure systemd-analyze reports now, " + exposure);
     }
 
+    /**
+     * {@code systemctl reload} is {@code mrd restart} (ServiceManagerTest shows the protocol): it needs
+     * {@code Type=notify} and {@code NotifyAccess=all}, and the new daemon must get the running one's options.
+     */
+    @Test
+    void reloadIsARestartWithTheStartOptions() throws IOException
+    {
+        final String unit = Files.readString(ProjectRoot.path().resolve("scripts/mrd.service"));
+        assertTrue(unit.contains("\nType=notify\n"), "Type=notify: the daemon tells systemd MAINPID= and READY=1");
+        assertTrue(unit.contains("\nNotifyAccess=all\n"), "NotifyAccess=all: the reloaded daemon is not the one started");
+        final String start = line(unit, "ExecStart=/opt/mrd/scripts/mrd start ");
+        final String reload = line(unit, "ExecReload=/opt/mrd/scripts/mrd restart ");
+        assertEquals(start.replace("--foreground ", ""), reload, "ExecReload repeats ExecStart's options");
+    }
+
+    /** @return what follows {@code prefix} on the one line that starts with it. */
+    private static String line(final String unit, final String prefix)
+    {
+        final String[] found = unit.lines().filter(l -> l.startsWith(prefix)).map(l -> l.substring(prefix.length()))
+            .toArray(String[]::new);
+        assertEquals(1, found.length, "one line starting " + prefix);
+        return found[0];
+    }
+
     private Path unitForThisCheckout() throws IOException
     {
         final Path root = ProjectRoot.path();

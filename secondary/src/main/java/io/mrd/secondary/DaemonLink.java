@@ -20,7 +20,7 @@ import java.util.function.Supplier;
  * A request in flight when the daemon died has no reply. When the client then resumes with a successor, which
  * adopted the dead daemon's state as it was at the death, the request is sent again there: CREATE_MR, IMPORT_PD
  * and QUEUES are idempotent; a FREE the dead daemon had done already is refused (EINVAL, nothing allocated
- * there) and so counts as done; an ALLOC the dead daemon may have made stays this client's until it closes
+ * there; EPERM, allocated to another client since) and so counts as done; an ALLOC the dead daemon may have made stays this client's until it closes
  * (logged). REG_EXTERNAL, whose descriptor travelled to the dead daemon, is not sent again: it fails.
  * <p>
  * Thread-safe: {@link #replace} is the watchdog's, once per adoption; requests read the current connection.
@@ -95,14 +95,28 @@ final class DaemonLink
         }
         catch (final MrdException ex)
         {
-            if (request instanceof Message.Free free && ex.code() == ErrorCode.EINVAL)
-            {
-                // the dead daemon had freed it: its successor adopted the state after the free
-                return new Message.Status(MessageType.FREE, ErrorCode.OK, "freed by the daemon that died, at " +
-                    Sizes.hex(free.address()));
-            }
-            throw ex;
+            return doneAlready(request, ex);
         }
+    }
+
+    /**
+     * The successor's refusal of a request sent again: a FREE refused because the memory is not this client's
+     * any more was done by the dead daemon, whose state the successor adopted after the free (EINVAL: nothing
+     * allocated there; EPERM: given to another client since). This client held the memory when it asked, and
+     * only its owner frees memory, so nothing else can have taken it away. Anything else is the refusal.
+     *
+     * @return the reply the request gets: done.
+     * @throws MrdException {@code refusal}, when it is not the sign of a request done already.
+     */
+    static Message.Reply doneAlready(final Message.Request request, final MrdException refusal)
+    {
+        if (request instanceof Message.Free free &&
+            (refusal.code() == ErrorCode.EINVAL || refusal.code() == ErrorCode.EPERM))
+        {
+            return new Message.Status(MessageType.FREE, ErrorCode.OK, "freed by the daemon that died, at " +
+                Sizes.hex(free.address()));
+        }
+        throw refusal;
     }
 
     /** @see DaemonConnection#callWithFd */

@@ -51,15 +51,22 @@ final class DaemonMrSource implements MrSource
 
     public boolean lookupGlobal(final long address, final MrEntry out)
     {
+        final long epoch = watch.epoch();
         try
         {
             return reader.lookup(address, out);
         }
         catch (final MrdException ex)
         {
-            // EBUSY: the primary held the seqlock throughout; if it died inside it, say that instead.
+            // EBUSY: the primary held the seqlock throughout. If it died inside it, say that instead; or, when
+            // the client rides through the gap and resumes with a successor, look again: the successor finished
+            // the write its predecessor died in before it served anyone.
             watch.requireAliveNow();
-            throw ex;
+            if (watch.epoch() == epoch)
+            {
+                throw ex;
+            }
+            return reader.lookup(address, out);
         }
     }
 

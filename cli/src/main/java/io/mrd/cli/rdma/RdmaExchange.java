@@ -19,6 +19,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.SplittableRandom;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -38,12 +39,16 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * </ol>
  * and the receiver RDMA-WRITEs how far it has checked into the sender's ack word, which opens the sender's
  * window of {@code W} messages. Every lkey comes from the MrCache at the moment of the post; the rkeys are the
- * peer's. Every 250 ms it frees its staging memory (the source of its writes and sends, the target of its
- * reads) and allocates it again, so a cache that kept a key across the memory free event would post a dead key.
+ * peer's. Every 250 ms it swaps its staging memory (the source of its writes and sends, the target of its
+ * reads) for a spare, frees the old and allocates the next spare, which often lands where the old one was: a
+ * cache that kept a key across the memory free event would post a dead key there.
  * Every 300 ms it runs a {@link StaleKeyProbe} on a loopback pair of its own.
  * <p>
+ * The requests to the daemon run on a thread of their own ({@link DaemonRequests}): while no daemon runs, the
+ * RDMA goes on with the staging memory it has, and a rotation or probe waits until its memory came.
+ * <p>
  * Logs {@code connected ...}, {@code progress ...} and {@code error ...} lines; {@link #result()} says what it
- * counted. One thread.
+ * counted. One datapath thread.
  */
 public final class RdmaExchange
 {
@@ -89,13 +94,15 @@ public final class RdmaExchange
     private final String name;
     private final PrintWriter log;
     private final int id;
-    private final MrdClient client;
     private final MrCache cache;
     private final Verbs verbs;
     private final CompletionQueue cq;
     private final QueuePair qp;
     private final MemorySegment window;
     private MemorySegment staging;
+    private final DaemonRequests requests;
+    private Future<MemorySegment> spare;
+    private long lastFreed;
     private final SplittableRandom random;
     private final SgeList sges = new SgeList(3);
     private final WorkCompletions completions = new WorkCompletions(32);
@@ -172,15 +179,16 @@ public final class RdmaExchange
         this.log = log;
         this.id = name.hashCode() & 0x7FFF_FFFF;
         this.random = new SplittableRandom(System.nanoTime());
-        this.client = client;
         this.cache = client.newCache();
         this.window = client.allocate(SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ);
         this.staging = client.allocate(SEGMENT, Access.REMOTE_READ);
+        this.requests = new DaemonRequests(client, name);
+        this.spare = requests.allocate(SEGMENT, Access.REMOTE_READ);
         WordPattern.fill(window, READABLE, READABLE_LENGTH, id, READABLE_SEQ, 0);
         this.verbs = client.verbs();
         this.cq = verbs.createCq(4 * W + RECEIVES + 64);
         this.qp = verbs.createRcQp(cq, cq, new QpCaps(4 * W + 32, RECEIVES, 3, 2));
-        this.probe = new StaleKeyProbe(client, cache, verbs, window);
+        this.probe = new StaleKeyProbe(requests, cache, verbs, window);
         this.unbound = new UnboundTransfers(verbs);
         this.unboundAtStart = unbound.read();
     }
@@ -233,7 +241,8 @@ public final class RdmaExchange
 
     /**
      * Moves data for {@code durationNs}, then finishes with the peer (each side sends FIN once all its messages
-     * were acknowledged) and returns; or returns early when a work request failed.
+     * were acknowledged) and returns once its requests to the daemon are done; or returns early when a work
+     * request failed.
      */
     public void run(final long durationNs)
     {
@@ -258,7 +267,9 @@ public final class RdmaExchange
                 progress();
                 nextProgress = now + TimeUnit.MILLISECONDS.toNanos(500);
             }
-            rotating |= !finishing && now - nextRotation > 0;
+            requests.rethrowFailure();
+            // a rotation drains the window first: begin one only once its spare came
+            rotating |= !finishing && now - nextRotation > 0 && spare.isDone();
             final boolean quiet = quiet();
             if (rotating && quiet)
             {
@@ -266,7 +277,7 @@ public final class RdmaExchange
                 rotating = false;
                 nextRotation = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(250);
             }
-            else if (!finishing && now - nextProbe > 0)
+            else if (!finishing && now - nextProbe > 0 && probe.ready())
             {
                 probe.run(peerId);
                 nextProbe = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(300);
@@ -288,6 +299,7 @@ public final class RdmaExchange
             }
         }
         progress();
+        requests.finish();
     }
 
     private boolean canPost()
@@ -526,19 +538,23 @@ public final class RdmaExchange
     }
 
     /**
-     * Frees the staging memory and allocates it again: its MR goes with the free (memory with remote access
-     * never shares an MR), so the new memory, often at the same address, has a new key.
+     * Takes the spare as the staging memory, frees the old one and asks for the next spare: the old MR goes
+     * with the free (memory with remote access never shares an MR), so the next spare, often at the old one's
+     * address, has a new key. The free is done before the spare is allocated, and so before this thread posts
+     * from it.
      */
     private void rotate()
     {
-        final long before = staging.address();
-        client.free(staging);
-        staging = client.allocate(SEGMENT, Access.REMOTE_READ);
+        final MemorySegment old = staging;
+        staging = DaemonRequests.take(spare);
         rotations++;
-        if (staging.address() == before)
+        if (staging.address() == lastFreed)
         {
             rotationsSameAddress++;
         }
+        lastFreed = old.address();
+        requests.free(old);
+        spare = requests.allocate(SEGMENT, Access.REMOTE_READ);
     }
 
     private void progress()

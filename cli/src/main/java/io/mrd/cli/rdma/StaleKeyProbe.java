@@ -13,11 +13,12 @@ import io.mrd.secondary.verbs.Verbs;
 import io.mrd.secondary.verbs.WorkCompletions;
 
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Work requests posted on purpose with the keys of memory that was just freed, on a loopback pair of queue
- * pairs of one peer (a protection error moves a queue pair to the error state, as on a NIC, so each probe gets
+ * pairs of one peer (a protection error moves a queue pair to the error state, as on a NIC, so each request gets
  * a fresh pair and the data pair is never touched):
  * <ol>
  *   <li>memory X is allocated with remote access, its keys taken from the MrCache, and freed (a memory free
@@ -29,6 +30,8 @@ import java.util.concurrent.TimeUnit;
  *       error, and when X' sits at that address, leave X''s canary as it was.</li>
  * </ol>
  * {@link #refused} counts the probes that did both; {@link #targetsChecked} those whose target could be read.
+ * Step 1, the loopback pairs (each reported to the daemon) and their end are made on the {@link DaemonRequests}
+ * thread; the work requests are posted on the datapath thread, once that is {@link #ready()}.
  */
 final class StaleKeyProbe
 {
@@ -36,7 +39,7 @@ final class StaleKeyProbe
     private static final long CANARY_SEQ = -2;
     private static final long DEADLINE_NS = TimeUnit.SECONDS.toNanos(10);
 
-    private final MrdClient client;
+    private final DaemonRequests requests;
     private final MrCache cache;
     private final Verbs verbs;
     private final MemorySegment window;
@@ -44,6 +47,7 @@ final class StaleKeyProbe
     private final WorkCompletions one = new WorkCompletions(1);
     private final SgeList sges = new SgeList(1);
     private long round;
+    private Future<Target> next;
 
     long probes;
     long refused;
@@ -51,23 +55,53 @@ final class StaleKeyProbe
     /** The status a stale-key request completed with instead of a protection error, if one did. */
     String notRefused = "";
 
-    StaleKeyProbe(final MrdClient client, final MrCache cache, final Verbs verbs, final MemorySegment window)
+    /** Step 1's outcome: X's address and its keys, taken before X was freed, X', and two connected pairs. */
+    private record Target(long xAddress, long stale, MemorySegment again, QueuePair[] pairs)
     {
-        this.client = client;
+    }
+
+    StaleKeyProbe(final DaemonRequests requests, final MrCache cache, final Verbs verbs, final MemorySegment window)
+    {
+        this.requests = requests;
         this.cache = cache;
         this.verbs = verbs;
         this.window = window;
         this.cq = verbs.createCq(16);
+        this.next = requests.submit(this::target);
     }
 
+    /** @return true when step 1 of the next probe is done, so that {@link #run} waits for no daemon. */
+    boolean ready()
+    {
+        return next.isDone();
+    }
+
+    /** Step 1 and the pairs, on the requests' thread. */
+    private Target target(final MrdClient client, final MrCache requestCache)
+    {
+        final MemorySegment x = client.allocate(SIZE, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final long stale = requestCache.keyPair(x);
+        client.free(x);
+        final MemorySegment again = client.allocate(SIZE, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final QueuePair[] pairs = new QueuePair[4];
+        for (int i = 0; i < pairs.length; i += 2)
+        {
+            pairs[i] = verbs.createRcQp(cq, cq, QpCaps.of(2, 1));
+            pairs[i + 1] = verbs.createRcQp(cq, cq, QpCaps.of(2, 1));
+            pairs[i].connect(pairs[i + 1].qpNum());
+            pairs[i + 1].connect(pairs[i].qpNum());
+        }
+        return new Target(x.address(), stale, again, pairs);
+    }
+
+    /** Steps 2 and 3 of a target that is {@link #ready()}; then asks for the next one. */
     void run(final int id)
     {
         round++;
-        final MemorySegment x = client.allocate(SIZE, Access.REMOTE_WRITE | Access.REMOTE_READ);
-        final long stale = cache.keyPair(x);
-        final long xAddress = x.address();
-        client.free(x);
-        final MemorySegment again = client.allocate(SIZE, Access.REMOTE_WRITE | Access.REMOTE_READ);
+        final Target target = DaemonRequests.take(next);
+        final long xAddress = target.xAddress();
+        final long stale = target.stale();
+        final MemorySegment again = target.again();
         try
         {
             WordPattern.fill(again, 0, 4096, id, CANARY_SEQ, round);
@@ -78,13 +112,13 @@ final class StaleKeyProbe
 
             // a stale lkey as the source, a live target
             sges.clear().add(xAddress, 4096, KeyPair.lkey(stale));
-            final boolean lkeyRefused = protectionError(sges, window.address() + RdmaExchange.CANARY, windowRkey) &&
+            final boolean lkeyRefused = protectionError(target.pairs()[0], 1, sges, window.address() + RdmaExchange.CANARY, windowRkey) &&
                 WordPattern.wrongBytes(window, RdmaExchange.CANARY, RdmaExchange.CANARY_LENGTH, id, CANARY_SEQ, round) == 0;
             probes++;
 
             // a live source, a stale rkey at the target
             sges.clear().add(liveSource, 4096, liveLkey);
-            boolean rkeyRefused = protectionError(sges, xAddress, KeyPair.rkey(stale));
+            boolean rkeyRefused = protectionError(target.pairs()[2], 2, sges, xAddress, KeyPair.rkey(stale));
             if (again.address() == xAddress)
             {
                 targetsChecked++;
@@ -95,48 +129,43 @@ final class StaleKeyProbe
         }
         finally
         {
-            client.free(again);
+            requests.execute(() ->
+            {
+                for (final QueuePair qp : target.pairs())
+                {
+                    qp.close();
+                }
+            });
+            requests.free(again);
+            next = requests.submit(this::target);
         }
     }
 
     /**
      * Posts one RDMA WRITE on a fresh loopback pair and says whether it completed with a protection error.
+     * The pairs of earlier probes are destroyed on the requests' thread, and what that flushes may come first:
+     * only this request's completion counts.
      */
-    private boolean protectionError(final SgeList source, final long remoteAddress, final int rkey)
+    private boolean protectionError(
+        final QueuePair qp, final int which, final SgeList source, final long remoteAddress, final int rkey)
     {
-        final QueuePair a = verbs.createRcQp(cq, cq, QpCaps.of(2, 1));
-        final QueuePair b = verbs.createRcQp(cq, cq, QpCaps.of(2, 1));
-        try
+        final long wrId = round << 1 | (which - 1);
+        qp.postSend(wrId, Opcode.RDMA_WRITE, source, remoteAddress, rkey, true);
+        final long deadline = System.nanoTime() + DEADLINE_NS;
+        while (cq.poll(one) == 0 || one.wrId(0) != wrId)
         {
-            a.connect(b.qpNum());
-            b.connect(a.qpNum());
-            a.postSend(round, Opcode.RDMA_WRITE, source, remoteAddress, rkey, true);
-            final long deadline = System.nanoTime() + DEADLINE_NS;
-            while (cq.poll(one) == 0)
+            if (System.nanoTime() - deadline > 0)
             {
-                if (System.nanoTime() - deadline > 0)
-                {
-                    throw new IllegalStateException("a stale-key probe did not complete within 10 s");
-                }
-                Thread.onSpinWait();
+                throw new IllegalStateException("a stale-key probe did not complete within 10 s");
             }
-            final int status = one.status(0);
-            if (status != WorkCompletions.LOC_PROT_ERR && status != WorkCompletions.REM_ACCESS_ERR)
-            {
-                notRefused = WorkCompletions.statusName(status);
-                return false;
-            }
-            return true;
+            Thread.onSpinWait();
         }
-        finally
+        final int status = one.status(0);
+        if (status != WorkCompletions.LOC_PROT_ERR && status != WorkCompletions.REM_ACCESS_ERR)
         {
-            a.close();
-            b.close();
-            // what the error state flushed, if anything, is not wanted
-            while (cq.poll(one) > 0)
-            {
-                Thread.onSpinWait();
-            }
+            notRefused = WorkCompletions.statusName(status);
+            return false;
         }
+        return true;
     }
 }

@@ -80,6 +80,8 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
     private int position;
     /** Guarded by {@link #lock}. */
     private boolean closed;
+    /** Faults in the files after the first ({@link #prefaultTheOthers}); joined by {@link #close}. */
+    private Thread prefaulting;
 
     private MappedEventJournal(final Path dir, final long journalSize, final EpochNanoClock clock)
     {
@@ -136,7 +138,10 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
                 journal.files[i] = bytes;
                 // At most a quarter of MAX_JOURNAL_SIZE: an int length, as the reader maps it.
                 final long address = bytes.bytesStore().addressForWrite(0);
-                prefault(file, address, journal.fileLength);
+                if (0 == i)
+                {
+                    prefault(file, address, journal.fileLength);
+                }
                 final UnsafeBuffer buffer = new UnsafeBuffer(address, (int)journal.fileLength);
                 buffer.putLong(JournalFileDescriptor.EPOCH_OFFSET, epoch);
                 buffer.putLong(JournalFileDescriptor.FILE_LENGTH_OFFSET, journal.fileLength);
@@ -156,7 +161,48 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
                 "cannot create the event journal in", dir, "check the run directory, or start with --journal-size 0");
         }
         journal.startLap(1);
+        journal.prefaultTheOthers();
         return journal;
+    }
+
+    /**
+     * Faults in the files after the first on a thread of their own: the first lap fills the first file before
+     * any record reaches the second, and the daemon's start (an adoption's 500 ms above all) need not wait for
+     * the others' pages. {@link #close} waits for it before it unmaps them.
+     */
+    private void prefaultTheOthers()
+    {
+        prefaulting = Thread.ofPlatform().daemon().name("mrd-journal-prefault").start(() ->
+        {
+            for (int i = 1; i < FILE_COUNT; i++)
+            {
+                prefault(dir.resolve(JournalFileDescriptor.fileName(i)), buffers[i].addressOffset(), fileLength);
+            }
+        });
+    }
+
+    /**
+     * Waits for {@link #prefaultTheOthers}: its madvise must not run over a mapping being unmapped (and a test
+     * waits for it to see every file resident).
+     */
+    void awaitPrefault()
+    {
+        boolean interrupted = false;
+        while (null != prefaulting && prefaulting.isAlive())
+        {
+            try
+            {
+                prefaulting.join();
+            }
+            catch (final InterruptedException ex)
+            {
+                interrupted = true;
+            }
+        }
+        if (interrupted)
+        {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /**
@@ -303,6 +349,7 @@ public final class MappedEventJournal implements EventJournal, AutoCloseable
         {
             lock.unlock();
         }
+        awaitPrefault();
         for (int i = 0; i < FILE_COUNT; i++)
         {
             if (null != files[i])

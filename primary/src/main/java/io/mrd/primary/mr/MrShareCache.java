@@ -119,63 +119,14 @@ final class MrShareCache
     }
 
     /**
-     * Takes over the MR table and global cache a predecessor left in the control file (adoption): each live
-     * record's registration goes to the provider ({@link Registrar#adopt}: import by handle, or pin again), and
-     * the global cache stays as it is, so that no secondary's lookup misses or flushes. A record not to keep
-     * (DETACHED, external) is deregistered by the garbage collector after the lock is released, and then the
-     * cache is rebuilt and devGen bumped, as for any MR taken away. Takes the cache lock; nothing is registered.
+     * Takes over the MR table and global cache a predecessor left in the control file ({@link MrAdoption}).
      *
      * @return the MRs adopted and kept.
-     * @throws MrdException the provider's refusal of a record, naming it; the caller then starts afresh (closing
-     *                      this engine deregisters what was adopted so far).
+     * @throws MrdException the provider's refusal of an ACTIVE record, naming it; the caller then starts afresh.
      */
     int adoptRecords()
     {
-        int kept = 0;
-        boolean dropped = false;
-        lock.lock();
-        try
-        {
-            if (cache.finishAbandonedWrite())
-            {
-                LOG.warn("the previous daemon died inside a write section: the global cache was rebuilt from the MR " +
-                    "table and every local cache flushes");
-            }
-            final List<MrTable.Recorded> records = table.recorded();
-            // The counters hold the predecessor's values (the same file): they are set to what the table holds,
-            // before any detach below counts down, as publish and the collector keep them from then on.
-            counters.set(MrdCounter.MRS_ACTIVE, records.stream().filter(MrTable.Recorded::active).count());
-            counters.set(MrdCounter.BYTES_REGISTERED,
-                records.stream().mapToLong(r -> r.registration().length()).sum());
-            for (final MrTable.Recorded recorded : records)
-            {
-                final Registration registration = registrar.adopt(recorded.registration(), recorded.access());
-                // Only a detach changes what readers see: a record kept as it is needs no write section.
-                if (recorded.active() && !recorded.keep())
-                {
-                    cache.write(() -> table.adopt(recorded, registration));
-                }
-                else
-                {
-                    table.adopt(recorded, registration);
-                }
-                kept += recorded.keep() ? 1 : 0;
-                dropped |= !recorded.keep();
-            }
-            counters.set(MrdCounter.BYTES_PINNED, registrar.pinnedBytes());
-            counters.set(MrdCounter.CACHE_ENTRIES, cache.entries());
-            counters.set(MrdCounter.DEV_GEN, cache.devGen());
-            if (dropped)
-            {
-                cache.write(cache::invalidate);
-            }
-        }
-        finally
-        {
-            lock.unlock();
-        }
-        collector.garbageCollect();
-        return kept;
+        return new MrAdoption(lock, table, cache, registrar, counters, collector).adoptRecords();
     }
 
     /** Takes the cache lock, for a caller that needs several of the methods below at once. */
