@@ -110,13 +110,14 @@ static void count_unbound(struct emu_shared *sh, const struct emu_mr_entry *e)
 static enum key_result check_key(struct exec *x, uint32_t key, uint32_t pd, uint64_t iova, uint64_t len,
 				 uint32_t need, struct emu_seg *out, uint32_t *n)
 {
-	uint32_t index = key >> 8;
+	uint32_t index = emu_key_index(key);
 	struct emu_mr_entry *e;
 	int got;
 
 	if (len == 0)
 		return KEY_OK;
-	if (key == 0 || index >= EMU_MAX_MR || x->holds.n == EMU_MAX_HOLDS)
+	/* Another device's key names nothing here, whatever this device's table holds at its index. */
+	if (key == 0 || emu_key_device(key) != x->d->index || x->holds.n == EMU_MAX_HOLDS)
 		return KEY_BAD;
 	e = emu_mr(x->sh, index);
 	/* Pin, then look: dereg clears the key, then waits for inflight (seq_cst both). */

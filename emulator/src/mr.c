@@ -2,8 +2,9 @@
  * mr.c - memory regions: registration (bound to pages, binding.c),
  * re-registration and deregistration, and the keys.
  *
- * A key is (index << 8) | variant, the variant new at every registration of
- * the index and never 0, as mlx5 mkeys. The lkey and the rkey are the key, as
+ * A key is emu_mr_key(device, index, variant), the variant new at every
+ * registration of the index and never 0, as mlx5 mkeys; the device's number
+ * in it makes another emulated device refuse it (state.h says why). The lkey and the rkey are the key, as
  * mlx5 reports them (rxe reports rkey 0 without remote access): an MR without
  * remote access has no usable rkey all the same, since a responder refuses
  * it for want of the access. mlx5's semantics because rdma-core's own
@@ -77,9 +78,11 @@ static uint32_t next_variant(struct emu_mr_entry *e)
 }
 
 /* Writes a bound registration into entry e and publishes its key last. Under the lock. */
-static void publish(struct emu_shared *sh, struct emu_mr_entry *e, uint32_t index, uint32_t ctx, uint32_t pd,
+static void publish(struct emu_device *d, struct emu_mr_entry *e, uint32_t index, uint32_t ctx, uint32_t pd,
 		    uint64_t addr, uint64_t length, uint64_t iova, unsigned int access, struct emu_binding *b)
 {
+	struct emu_shared *sh = d->sh;
+
 	e->pd = pd;
 	e->ctx = ctx;
 	e->access = access;
@@ -104,7 +107,7 @@ static void publish(struct emu_shared *sh, struct emu_mr_entry *e, uint32_t inde
 		}
 	}
 	/* Published last: the engine trusts the fields once it sees the key. */
-	atomic_store(&e->key, index << 8 | e->variant);
+	atomic_store(&e->key, emu_mr_key(d->index, index, e->variant));
 }
 
 static void fill_mr(struct emu_mr *emr, struct ibv_pd *pd, void *addr, size_t length, uint32_t key,
@@ -173,13 +176,13 @@ static struct ibv_mr *reg(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	atomic_fetch_add(&emu_pd(sh, pd->handle)->users, 1);
 	emu_count(sh, c->ctx, EMU_MR, 1);
 	count_registration(sh, c->ctx);
-	publish(sh, e, index, c->ctx, pd->handle, (uintptr_t)addr, length, iova, access, &b);
+	publish(c->dev, e, index, c->ctx, pd->handle, (uintptr_t)addr, length, iova, access, &b);
 	emu_unlock(sh);
 	free(b.pfns);
 	emr->index = index;
 	memcpy(emr->kept_fd, b.kept_fd, sizeof(emr->kept_fd));
 	emr->nkept = b.nkept;
-	fill_mr(emr, pd, addr, length, index << 8 | variant, access);
+	fill_mr(emr, pd, addr, length, emu_mr_key(c->dev->index, index, variant), access);
 	return &emr->mr;
 }
 
@@ -329,11 +332,11 @@ int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, si
 	emu_count(sh, c->ctx, EMU_MR, 1);
 	count_registration(sh, c->ctx);
 	e->variant = variant;
-	publish(sh, e, emr->index, c->ctx, new_pd->pd.handle, new_addr, new_len, new_addr, new_access, &b);
+	publish(c->dev, e, emr->index, c->ctx, new_pd->pd.handle, new_addr, new_len, new_addr, new_access, &b);
 	emu_unlock(sh);
 	free(b.pfns);
 	memcpy(emr->kept_fd, b.kept_fd, sizeof(emr->kept_fd));
 	emr->nkept = b.nkept;
-	fill_mr(emr, &new_pd->pd, (void *)(uintptr_t)new_addr, new_len, emr->index << 8 | variant, new_access);
+	fill_mr(emr, &new_pd->pd, (void *)(uintptr_t)new_addr, new_len, emu_mr_key(c->dev->index, emr->index, variant), new_access);
 	return 0;
 }

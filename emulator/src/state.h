@@ -92,8 +92,15 @@
 #define EMU_MAX_PD 1024u
 #define EMU_MAX_CQ 4096u
 #define EMU_MAX_QP 4096u
-/* An MR index is the upper 24 bits of its key. */
-#define EMU_MAX_MR (1u << 18)
+/*
+ * An MR's key is (device << 18 | index) << 8 | variant (emu_mr_key): its
+ * index in the device's table, and the device that issued it, so that a key
+ * of another emulated device is refused as a key this one never issued. Two
+ * HCAs may well issue equal keys; a daemon that gives a queue pair another
+ * device's key is wrong all the same, and here that shows.
+ */
+#define EMU_MR_INDEX_BITS 18u
+#define EMU_MAX_MR (1u << EMU_MR_INDEX_BITS)
 #define EMU_MAX_FILE 16384u
 
 /* Queue limits, reported by ibv_query_device. */
@@ -203,7 +210,7 @@ struct emu_extent {
 };
 
 /*
- * One MR. key is 0 while the slot is free, else (index << 8) | variant with
+ * One MR. key is 0 while the slot is free, else emu_mr_key(device, index, variant) with
  * a variant that changes on every registration of this index and is never
  * 0, as mlx5 mkeys. The lkey is key; the rkey is key too when the access has
  * a remote flag, else 0 (as rxe reports it), which no MR ever has.
@@ -226,6 +233,24 @@ struct emu_mr_entry {
 	uint64_t pfns;		/* heap offset of uint64_t[pfn_pages], one per page from base; 0 for owned pages */
 	struct emu_extent ext[EMU_MR_EXTENTS];
 };
+
+/* The key of the registration variant of index on device (see EMU_MR_INDEX_BITS). */
+static inline uint32_t emu_mr_key(int device, uint32_t index, uint32_t variant)
+{
+	return ((uint32_t)device << EMU_MR_INDEX_BITS | index) << 8 | variant;
+}
+
+/* The index key names in its device's table. */
+static inline uint32_t emu_key_index(uint32_t key)
+{
+	return key >> 8 & (EMU_MAX_MR - 1);
+}
+
+/* The device that issued key. */
+static inline int emu_key_device(uint32_t key)
+{
+	return (int)(key >> (8 + EMU_MR_INDEX_BITS));
+}
 
 /*
  * A completion as the ring stores it: the ibv_wc poll_cq copies out, plus what

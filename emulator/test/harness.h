@@ -139,8 +139,12 @@ static inline void connect_qp_opts(struct ibv_qp *qp, uint32_t dest_qpn, unsigne
 				   int min_rnr_timer)
 {
 	struct ibv_qp_attr a;
+	struct ibv_port_attr port;
 	int rc;
 
+	/* A loopback: the destination is this device's own port (each emulated device has its own LID). */
+	rc = ibv_query_port(qp->context, 1, &port);
+	CHECK(rc == 0, "ibv_query_port: %s", strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
@@ -156,7 +160,7 @@ static inline void connect_qp_opts(struct ibv_qp *qp, uint32_t dest_qpn, unsigne
 	a.rq_psn = 0;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = (uint8_t)min_rnr_timer;
-	a.ah_attr.dlid = 1;
+	a.ah_attr.dlid = port.lid;
 	a.ah_attr.port_num = 1;
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);

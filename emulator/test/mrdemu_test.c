@@ -1140,32 +1140,6 @@ static void closing_the_opener_leaves_the_context_to_importers(void)
 	CHECK_EQ(ibv_close_device(imported), 0, "close the import");
 }
 
-static void device_list_follows_mrdemu_devices(void)
-{
-	struct ibv_device **list;
-	int n = -1;
-
-	setenv("MRDEMU_DEVICES", "3", 1);
-	list = ibv_get_device_list(&n);
-	CHECK_EQ(n, 3, "devices");
-	CHECK(strcmp(ibv_get_device_name(list[2]), "mrdemu2") == 0, "third name");
-	CHECK(list[3] == NULL, "NULL-terminated");
-	{
-		struct ibv_context *ctx = ibv_open_device(list[2]);
-		struct ibv_port_attr port;
-
-		CHECK(ctx, "open mrdemu2");
-		CHECK(strcmp(ctx->device->name, "mrdemu2") == 0, "context's device");
-		CHECK_EQ(ibv_query_port(ctx, 1, &port), 0, "port");
-		ibv_close_device(ctx);
-	}
-	ibv_free_device_list(list);
-	setenv("MRDEMU_DEVICES", "0", 1);
-	list = ibv_get_device_list(&n);
-	CHECK(list && n == 0 && list[0] == NULL, "no devices");
-	ibv_free_device_list(list);
-}
-
 static void max_mr_size_follows_mrdemu_max_mr_size_and_bounds_registration(void)
 {
 	struct ibv_context *ctx, *imported;
@@ -1914,7 +1888,6 @@ static const struct test_case cases[] = {
 	CASE(several_processes_post_at_once),
 	CASE(an_idle_device_costs_no_cpu),
 	CASE(closing_the_opener_leaves_the_context_to_importers),
-	CASE(device_list_follows_mrdemu_devices),
 	CASE(max_mr_size_follows_mrdemu_max_mr_size_and_bounds_registration),
 	CASE(two_processes_open_the_device_on_their_own_and_connect),
 	CASE(a_private_page_unmapped_and_replaced_keeps_the_mr_pages),

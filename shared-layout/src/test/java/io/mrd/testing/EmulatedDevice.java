@@ -94,11 +94,13 @@ public final class EmulatedDevice
     /**
      * @return the device's test programs, {@code emulator/test/*_test.c}, each built as {@link #testProgram()}:
      * mrdemu_test (the core: objects, datapath, DMA engine) and surface_test (what the device reports, completion
-     * channels, the extended CQ and QP, address handles, unsupported verbs).
+     * channels, the extended CQ and QP, address handles, unsupported verbs), lineage_test (contexts across
+     * processes, what adoption rests on) and devices_test (several devices, keys per device).
      */
     public static List<Path> testPrograms()
     {
-        return List.of(testProgram("mrdemu_test"), testProgram("surface_test"), testProgram("lineage_test"));
+        return List.of(testProgram("mrdemu_test"), testProgram("surface_test"), testProgram("lineage_test"),
+            testProgram("devices_test"));
     }
 
     private static synchronized Path testProgram(final String name)
