@@ -49,9 +49,13 @@ static inline const char *status_name(int s)
 	return s >= 0 && s < (int)(sizeof(names) / sizeof(names[0])) ? names[s] : "?";
 }
 
+/* wc is evaluated once: it is often poll_one(cq), and a second poll would wait for a completion that never comes. */
 #define CHECK_STATUS(wc, expected)                                                                \
-	CHECK((wc).status == (expected), "wr_id %" PRIu64 ": expected status %s, got %s",        \
-	      (uint64_t)(wc).wr_id, status_name(expected), status_name((wc).status))
+	do {                                                                                       \
+		struct ibv_wc w_ = (wc);                                                           \
+		CHECK(w_.status == (expected), "wr_id %" PRIu64 ": expected status %s, got %s",    \
+		      (uint64_t)w_.wr_id, status_name(expected), status_name(w_.status));          \
+	} while (0)
 
 static inline uint64_t now_ms(void)
 {
