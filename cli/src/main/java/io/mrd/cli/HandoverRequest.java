@@ -9,10 +9,7 @@ import io.mrd.secondary.DaemonConnection;
 import io.mrd.tools.DaemonSummary;
 import io.mrd.tools.RunDirectoryReader;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * Asking the daemon running in a directory to hand over (STOP with {@code FLAG_HANDOVER}: it stops accepting and
@@ -64,32 +61,11 @@ final class HandoverRequest
         {
             throw new MrdException(ex.code(), "cannot ask the " + who + " to hand over: " + ex.getMessage());
         }
-        final long deadline = System.nanoTime() + timeoutSeconds * 1_000_000_000L;
-        while (RunDirectoryReader.isLocked(dir) || !exited(pid))
+        if (!DaemonExit.await(dir, pid, timeoutSeconds * 1_000_000_000L))
         {
-            if (System.nanoTime() - deadline > 0)
-            {
-                throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + pid + " did not hand over within " +
-                    timeoutSeconds + " s: 'mrd stop --dir " + dir + "', or kill -9 " + pid + " (a new daemon " +
-                    "adopts its state as after a crash)");
-            }
-            // The lock is released by the daemon's exit path: polled, as its pid file's readers do.
-            LockSupport.parkNanos(2_000_000);
-        }
-    }
-
-    /** @return whether {@code pid} has exited: no such process, or a zombie its parent has not reaped yet. */
-    private static boolean exited(final long pid)
-    {
-        try
-        {
-            final String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
-            final char state = stat.charAt(stat.lastIndexOf(')') + 2);
-            return state == 'Z' || state == 'X';
-        }
-        catch (final IOException | RuntimeException ex)
-        {
-            return true;
+            throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + pid + " did not hand over within " +
+                timeoutSeconds + " s: 'mrd stop --dir " + dir + "', or kill -9 " + pid + " (a new daemon " +
+                "adopts its state as after a crash)");
         }
     }
 }

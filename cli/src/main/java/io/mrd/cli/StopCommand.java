@@ -42,7 +42,7 @@ public final class StopCommand implements Callable<Integer>
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    public Integer call() throws InterruptedException
+    public Integer call()
     {
         if (timeoutSeconds < 1 || timeoutSeconds > MAX_TIMEOUT_SECONDS)
         {
@@ -65,15 +65,10 @@ public final class StopCommand implements Callable<Integer>
             throw new MrdException(ErrorCode.EPERM, "cannot send SIGTERM to pid " + daemon.pid() + ", the daemon " +
                 "in " + dir + ": run 'mrd stop' as the daemon's user or root");
         }
-        final long deadline = System.currentTimeMillis() + timeoutSeconds * 1000L;
-        while (RunDirectoryReader.isLocked(dir) || process.isAlive())
+        if (!DaemonExit.await(dir, daemon.pid(), timeoutSeconds * 1_000_000_000L))
         {
-            if (System.currentTimeMillis() > deadline)
-            {
-                throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + daemon.pid() + " did not stop within " +
-                    timeoutSeconds + " s: kill -9 " + daemon.pid() + ", then 'mrd start' recovers the directory");
-            }
-            Thread.sleep(20);
+            throw new MrdException(ErrorCode.ETIMEDOUT, "pid " + daemon.pid() + " did not stop within " +
+                timeoutSeconds + " s: kill -9 " + daemon.pid() + ", then 'mrd start' recovers the directory");
         }
         spec.commandLine().getOut().println("mrd stopped: pid " + daemon.pid() + ", dir " + dir);
         return 0;

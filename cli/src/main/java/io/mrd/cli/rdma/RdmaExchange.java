@@ -19,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.SplittableRandom;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -101,8 +100,7 @@ public final class RdmaExchange
     private final MemorySegment window;
     private MemorySegment staging;
     private final DaemonRequests requests;
-    private Future<MemorySegment> spare;
-    private long lastFreed;
+    private final StagingRotation rotation;
     private final SplittableRandom random;
     private final SgeList sges = new SgeList(3);
     private final WorkCompletions completions = new WorkCompletions(32);
@@ -131,8 +129,6 @@ public final class RdmaExchange
     private long wrongBytes;
     private long liveProtectionErrors;
     private long otherErrors;
-    private long rotations;
-    private long rotationsSameAddress;
     private String firstError = "";
 
     /**
@@ -183,7 +179,7 @@ public final class RdmaExchange
         this.window = client.allocate(SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ);
         this.staging = client.allocate(SEGMENT, Access.REMOTE_READ);
         this.requests = new DaemonRequests(client, name);
-        this.spare = requests.allocate(SEGMENT, Access.REMOTE_READ);
+        this.rotation = new StagingRotation(requests, SEGMENT);
         WordPattern.fill(window, READABLE, READABLE_LENGTH, id, READABLE_SEQ, 0);
         this.verbs = client.verbs();
         this.cq = verbs.createCq(4 * W + RECEIVES + 64);
@@ -200,7 +196,7 @@ public final class RdmaExchange
     {
         final long unboundNow = unbound.read();
         return new Result(wrs, bytesVerified, wrongBytes, liveProtectionErrors, otherErrors, probe.probes,
-            probe.refused, probe.targetsChecked, rotations, rotationsSameAddress,
+            probe.refused, probe.targetsChecked, rotation.rotations, rotation.rotationsSameAddress,
             unboundNow < 0 ? -1 : unboundNow - unboundAtStart,
             !firstError.isEmpty() || probe.notRefused.isEmpty() ? firstError :
             "a stale-key request completed with " + probe.notRefused);
@@ -269,11 +265,11 @@ public final class RdmaExchange
             }
             requests.rethrowFailure();
             // a rotation drains the window first: begin one only once its spare came
-            rotating |= !finishing && now - nextRotation > 0 && spare.isDone();
+            rotating |= !finishing && now - nextRotation > 0 && rotation.ready();
             final boolean quiet = quiet();
             if (rotating && quiet)
             {
-                rotate();
+                staging = rotation.rotate(staging);
                 rotating = false;
                 nextRotation = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(250);
             }
@@ -537,31 +533,11 @@ public final class RdmaExchange
         finSent = true;
     }
 
-    /**
-     * Takes the spare as the staging memory, frees the old one and asks for the next spare: the old MR goes
-     * with the free (memory with remote access never shares an MR), so the next spare, often at the old one's
-     * address, has a new key. The free is done before the spare is allocated, and so before this thread posts
-     * from it.
-     */
-    private void rotate()
-    {
-        final MemorySegment old = staging;
-        staging = DaemonRequests.take(spare);
-        rotations++;
-        if (staging.address() == lastFreed)
-        {
-            rotationsSameAddress++;
-        }
-        lastFreed = old.address();
-        requests.free(old);
-        spare = requests.allocate(SEGMENT, Access.REMOTE_READ);
-    }
-
     private void progress()
     {
         log.println("progress wrs=" + wrs + " bytesVerified=" + bytesVerified + " wrongBytes=" + wrongBytes +
             " liveProtectionErrors=" + liveProtectionErrors + " otherErrors=" + otherErrors + " staleProbes=" +
-            probe.probes + " staleRefused=" + probe.refused + " rotations=" + rotations);
+            probe.probes + " staleRefused=" + probe.refused + " rotations=" + rotation.rotations);
         log.flush();
     }
 
