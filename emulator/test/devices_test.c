@@ -56,13 +56,31 @@ static void device_list_follows_mrdemu_devices(void)
 	ibv_free_device_list(list);
 }
 
+/*
+ * One RDMA WRITE of s to remote on a fresh loopback pair of pd (an error moves a pair to the error state), the
+ * pair destroyed after: the completion's status.
+ */
+static enum ibv_wc_status write_on_fresh_pair(struct ibv_pd *pd, struct ibv_cq *cqa, struct ibv_cq *cqb,
+					      uint64_t wr_id, struct ibv_sge *s, void *remote, uint32_t rkey)
+{
+	struct ibv_qp *a = create_qp(pd, cqa), *b = create_qp(pd, cqb);
+	struct ibv_wc wc;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	post_send_ok(a, wr_id, IBV_WR_RDMA_WRITE, s, 1, (uintptr_t)remote, rkey);
+	wc = poll_one(cqa);
+	CHECK_EQ(ibv_destroy_qp(a), 0, "destroy qp a");
+	CHECK_EQ(ibv_destroy_qp(b), 0, "destroy qp b");
+	return wc.status;
+}
+
 static void a_key_of_another_device_is_refused(void)
 {
 	struct ibv_context *c0, *c1;
 	struct ibv_pd *pd0, *pd1;
 	struct ibv_mr *src0, *dst0, *src1, *dst1;
 	struct ibv_cq *cqa, *cqb;
-	struct ibv_qp *a, *b;
 	char *src = shared_memory(4096), *dst = shared_memory(4096);
 	struct ibv_sge s;
 	uint32_t forged;
@@ -83,61 +101,34 @@ static void a_key_of_another_device_is_refused(void)
 
 	cqa = create_cq(c1, 16);
 	cqb = create_cq(c1, 16);
-	a = create_qp(pd1, cqa);
-	b = create_qp(pd1, cqb);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
 	memset(src, 'x', 4096);
 	memset(dst, 0, 4096);
 
 	/* mrdemu0's lkey on a queue pair of mrdemu1: a local protection error, no byte moved. */
 	s = sge_of(src, 64, src0);
-	post_send_ok(a, 1, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, dst1->rkey);
-	CHECK_STATUS(poll_one(cqa), IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(write_on_fresh_pair(pd1, cqa, cqb, 1, &s, dst, dst1->rkey), IBV_WC_LOC_PROT_ERR, "mrdemu0's lkey");
 	CHECK(all_bytes(dst, 4096, 0), "a write from another device's lkey moved bytes");
-	CHECK_EQ(ibv_destroy_qp(a), 0, "destroy qp a");
-	CHECK_EQ(ibv_destroy_qp(b), 0, "destroy qp b");
 
 	/* mrdemu0's rkey at a target on mrdemu1: refused by the responder. */
-	a = create_qp(pd1, cqa);
-	b = create_qp(pd1, cqb);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
 	s = sge_of(src, 64, src1);
-	post_send_ok(a, 2, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, dst0->rkey);
-	CHECK_STATUS(poll_one(cqa), IBV_WC_REM_ACCESS_ERR);
+	CHECK_EQ(write_on_fresh_pair(pd1, cqa, cqb, 2, &s, dst, dst0->rkey), IBV_WC_REM_ACCESS_ERR, "mrdemu0's rkey");
 	CHECK(all_bytes(dst, 4096, 0), "a write to another device's rkey moved bytes");
-	CHECK_EQ(ibv_destroy_qp(a), 0, "destroy qp a");
-	CHECK_EQ(ibv_destroy_qp(b), 0, "destroy qp b");
 
 	/*
 	 * The key mrdemu0 would give for mrdemu1's live MR (same index, same variant): what a device without its
 	 * number in its keys could have issued. Refused all the same.
 	 */
-	a = create_qp(pd1, cqa);
-	b = create_qp(pd1, cqb);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
 	forged = src1->lkey & KEY_DEVICE_MASK;
 	s = sge_of(src, 64, src1);
 	s.lkey = forged;
-	post_send_ok(a, 3, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, dst1->rkey);
-	CHECK_STATUS(poll_one(cqa), IBV_WC_LOC_PROT_ERR);
+	CHECK_EQ(write_on_fresh_pair(pd1, cqa, cqb, 3, &s, dst, dst1->rkey), IBV_WC_LOC_PROT_ERR,
+		 "mrdemu0's twin of a live key");
 	CHECK(all_bytes(dst, 4096, 0), "a write from mrdemu0's twin of a live key moved bytes");
-	CHECK_EQ(ibv_destroy_qp(a), 0, "destroy qp a");
-	CHECK_EQ(ibv_destroy_qp(b), 0, "destroy qp b");
 
 	/* mrdemu1's own keys work. */
-	a = create_qp(pd1, cqa);
-	b = create_qp(pd1, cqb);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
 	s = sge_of(src, 64, src1);
-	post_send_ok(a, 4, IBV_WR_RDMA_WRITE, &s, 1, (uintptr_t)dst, dst1->rkey);
-	CHECK_STATUS(poll_one(cqa), IBV_WC_SUCCESS);
+	CHECK_EQ(write_on_fresh_pair(pd1, cqa, cqb, 4, &s, dst, dst1->rkey), IBV_WC_SUCCESS, "mrdemu1's keys");
 	CHECK(all_bytes(dst, 64, 'x'), "the write with mrdemu1's keys");
-	CHECK_EQ(ibv_destroy_qp(a), 0, "destroy qp a");
-	CHECK_EQ(ibv_destroy_qp(b), 0, "destroy qp b");
 
 	CHECK_EQ(ibv_destroy_cq(cqa), 0, "destroy cq a");
 	CHECK_EQ(ibv_destroy_cq(cqb), 0, "destroy cq b");
