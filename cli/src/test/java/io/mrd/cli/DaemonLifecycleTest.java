@@ -6,6 +6,7 @@ import io.mrd.tools.RunDirectoryReader;
 import io.mrd.cli.fixture.DaemonExtension;
 import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.cli.fixture.MrdRunner;
+import io.mrd.testing.Wait;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -62,7 +64,9 @@ final class DaemonLifecycleTest
 
         final MrdRunner.Result stop = MrdRunner.mrdProcess("stop", "--dir", dir.toString());
         assertEquals(0, stop.exit(), stop.both());
-        assertFalse(ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), "daemon gone after stop");
+        // mrd stop returns once the daemon has exited; a zombie is reaped by its new parent (init) a moment later
+        Wait.await("pid " + pid + " reaped after mrd stop", Duration.ofSeconds(10),
+            () -> ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false), alive -> !alive);
         assertFalse(Files.exists(dir.resolve(ControlFile.FILE_NAME)), "control file removed");
         assertFalse(Files.exists(dir.resolve("mem").resolve("list-0")), "backing file removed");
 
