@@ -20,8 +20,8 @@ import java.util.function.Supplier;
  * A request in flight when the daemon died has no reply. When the client then resumes with a successor, which
  * adopted the dead daemon's state as it was at the death, the request is sent again there: CREATE_MR, IMPORT_PD
  * and QUEUES are idempotent; a FREE the dead daemon had done already is refused (EINVAL, nothing allocated
- * there; EPERM, allocated to another client since) and so counts as done; an ALLOC the dead daemon may have made stays this client's until it closes
- * (logged). REG_EXTERNAL, whose descriptor travelled to the dead daemon, is not sent again: it fails.
+ * there; EPERM, allocated to another client since) and so counts as done; an ALLOC the dead daemon may have
+ * made stays this client's until it closes (logged). REG_EXTERNAL, whose descriptor travelled to the dead daemon, is not sent again: it fails.
  * <p>
  * Thread-safe: {@link #replace} is the watchdog's, once per adoption; requests read the current connection.
  */

@@ -4,7 +4,6 @@ import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -105,7 +104,7 @@ final class DaemonRequests
             throw ex.getCause() instanceof RuntimeException cause ? cause :
                 new IllegalStateException("a request to the daemon failed", ex.getCause());
         }
-        catch (final InterruptedException | CancellationException ex)
+        catch (final InterruptedException ex)
         {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted taking a request's result", ex);

@@ -36,11 +36,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 @SuppressWarnings("restricted")
 public final class UnixDatagram implements AutoCloseable
 {
-    private static final int AF_UNIX = 1;
     private static final int SOCK_DGRAM = 2;
     private static final short POLLIN = 0x1;
-    private static final short POLLHUP = 0x10;
-    private static final short POLLERR = 0x8;
     /** The longest datagram {@link #receive} returns whole; the service manager's messages are far shorter. */
     private static final int RECEIVE_LENGTH = 4096;
 
@@ -142,7 +139,8 @@ public final class UnixDatagram implements AutoCloseable
                 // Only the receiver's copy of the write end may be left, so that its close is the hang-up.
                 Posix.close(pipe[1]);
             }
-            return (UnixSocket.poll(pipe[0], POLLIN, timeoutMs, "barrier of " + address) & (POLLHUP | POLLERR)) != 0;
+            return (UnixSocket.poll(pipe[0], POLLIN, timeoutMs, "barrier of " + address) &
+                (UnixSocket.POLLHUP | UnixSocket.POLLERR)) != 0;
         }
         finally
         {
@@ -226,7 +224,7 @@ public final class UnixDatagram implements AutoCloseable
 
     private static int socket()
     {
-        final int fd = (int)SOCKET.call(AF_UNIX, SOCK_DGRAM | UnixSocket.SOCK_CLOEXEC, 0);
+        final int fd = (int)SOCKET.call(UnixSocket.AF_UNIX, SOCK_DGRAM | UnixSocket.SOCK_CLOEXEC, 0);
         if (fd < 0)
         {
             throw Posix.failure(Libc.errno(), "socket(AF_UNIX, SOCK_DGRAM)");
@@ -265,7 +263,7 @@ public final class UnixDatagram implements AutoCloseable
                 "socket allows (" + (UnixSocket.SUN_PATH_LENGTH - 1) + " bytes)");
         }
         final MemorySegment sockaddr = arena.allocate(2 + UnixSocket.SUN_PATH_LENGTH, 8);
-        sockaddr.set(JAVA_SHORT, 0, (short)AF_UNIX);
+        sockaddr.set(JAVA_SHORT, 0, (short)UnixSocket.AF_UNIX);
         MemorySegment.copy(name, 0, sockaddr, JAVA_BYTE, 3, name.length);
         return sockaddr.asSlice(0, 3 + name.length);
     }

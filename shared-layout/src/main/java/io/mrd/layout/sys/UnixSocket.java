@@ -45,7 +45,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 @SuppressWarnings("restricted")
 public final class UnixSocket implements AutoCloseable
 {
-    private static final int AF_UNIX = 1;
+    /** Also {@link UnixDatagram}'s. */
+    static final int AF_UNIX = 1;
     private static final int SOCK_STREAM = 1;
     /** Also {@link UnixListener}'s. */
     static final int SOCK_CLOEXEC = 02000000;
@@ -53,8 +54,10 @@ public final class UnixSocket implements AutoCloseable
     private static final int SO_RCVTIMEO = 20;
     private static final int SHUT_WR = 1;
     private static final int SHUT_RDWR = 2;
-    private static final short POLLERR = 0x8;
-    private static final short POLLHUP = 0x10;
+    /** Also {@link UnixDatagram}'s. */
+    static final short POLLERR = 0x8;
+    /** Also {@link UnixDatagram}'s. */
+    static final short POLLHUP = 0x10;
     private static final short POLLNVAL = 0x20;
     private static final short POLLRDHUP = 0x2000;
 
