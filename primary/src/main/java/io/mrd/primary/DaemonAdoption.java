@@ -15,6 +15,7 @@ import io.mrd.primary.lineage.Predecessor;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.mr.MrEngine;
+import io.mrd.primary.provider.DeviceSelection;
 import io.mrd.primary.provider.IbverbsRegistrar;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrar;
@@ -30,6 +31,7 @@ import org.slf4j.LoggerFactory;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 
 import static io.mrd.primary.DaemonSettings.BASE_VIRTADDR;
 import static io.mrd.primary.DaemonSettings.HEARTBEAT_INTERVAL;
@@ -148,6 +150,15 @@ final class DaemonAdoption
         if (!ProviderConfig.IBVERBS.equals(predecessor.provider()))
         {
             return Registrars.create(config);
+        }
+        final List<String> devices = DeviceSelection.names(config.deviceName());
+        if (devices.size() > 1 || devices.equals(List.of(ProviderConfig.ALL_DEVICES)))
+        {
+            // The holder keeps device 0's command file only, and the header names device 0 only: the MRs of the
+            // other devices went with the predecessor's contexts.
+            throw new MrdException(ErrorCode.EOPNOTSUPP, "--device " + config.deviceName().orElseThrow() +
+                " names several devices, and a daemon on several devices is not adopted yet (docs/multi-device.md): " +
+                "starting afresh");
         }
         final IbverbsRegistrar registrar = IbverbsRegistrar.adopting(config, predecessor.duplicateCommandFd(),
             predecessor.pdHandle());

@@ -4,6 +4,7 @@ import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RunDirectoryPath;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.primary.provider.DeviceSelection;
 import io.mrd.primary.provider.PagePopulator;
 import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrars;
@@ -137,8 +138,10 @@ public final class DaemonSettings
     public static final DaemonSetting<Optional<String>> DEVICE =
         define("device", SettingType.optional(SettingType.NAME, "first"))
         .byDefault(Optional.empty())
-        .option("--device", "NAME", "RDMA device for --provider ibverbs (default: the first).")
-        .expects("a device name");
+        .option("--device", "NAMES", "RDMA devices for --provider ibverbs: a name, a comma-separated list " +
+            "(each registration gets keys on every one, device 0 first) or all (default: the first).")
+        .check((name, device) -> device.map(DeviceSelection::problem).orElse(null))
+        .expects("a device name, a comma-separated list of names, or all");
 
     /** 0 is no limit of mrd's own: the kernel's RLIMIT_MEMLOCK applies anyway. */
     public static final DaemonSetting<Long> MAX_PINNED = define("maxPinned", SettingType.SIZE)

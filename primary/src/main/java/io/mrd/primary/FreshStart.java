@@ -132,7 +132,7 @@ final class FreshStart
             // The provider comes last: it is what most often refuses to start (no device, no library), and
             // everything before it is cheap to undo.
             registrar = Registrars.create(context.providerConfig());
-            Registrars.recordDevice(header, registrar);
+            Registrars.recordDevices(ctl, registrar);
             final MrEngine engine = new MrEngine(ctl, memory, new TimedRegistrar(registrar, counters.histograms()),
                 counters, errorLog, context.get(MR_EXT_MEMSEG), journal);
             final MrdDaemon daemon = new MrdDaemon(

@@ -98,7 +98,7 @@ final class DaemonSettingTest
         assertEquals(ErrorCode.EINVAL, metrics.code());
         assertEquals("'localhost' is not HOST:PORT with a host that resolves and a port of 0 to 65535 " +
             "(e.g. 127.0.0.1:9464 or :9464)", metrics.getMessage());
-        assertEquals("'' is not a device name",
+        assertEquals("'' is not a device name, a comma-separated list of names, or all",
             assertThrows(MrdException.class, () -> DaemonSettings.DEVICE.parse("")).getMessage());
         assertEquals("'abc' is not a group id, or several separated by commas",
             assertThrows(MrdException.class, () -> DaemonSettings.ALLOW_GID.parseElement("abc")).getMessage());

@@ -24,6 +24,10 @@ import static org.agrona.BitUtil.CACHE_LINE_LENGTH;
  *  | MR table               |  mrCapacity records of 64 bytes
  *  +------------------------+ mrBitmapOffset
  *  | MR bitmaps             |  mrCapacity slots of mrBitmapLength bytes
+ *  +------------------------+ deviceTableOffset
+ *  | Device table           |  MAX_DEVICES records of 64 bytes (DeviceDescriptor)
+ *  +------------------------+ mrKeyTableOffset
+ *  | MR key table           |  mrCapacity rows of MAX_DEVICES entries of 16 bytes
  *  +------------------------+ cacheOffset
  *  | Global cache           |  cacheCapacity entries of 32 bytes
  *  +------------------------+ clientTableOffset
@@ -59,6 +63,8 @@ public final class ControlFileLayout
     private final int mrCapacity;
     private final int mrBitmapOffset;
     private final int mrBitmapLength;
+    private final int deviceTableOffset;
+    private final int mrKeyTableOffset;
     private final int cacheOffset;
     private final int cacheCapacity;
     private final int clientTableOffset;
@@ -83,6 +89,8 @@ public final class ControlFileLayout
         final int mrCapacity,
         final int mrBitmapOffset,
         final int mrBitmapLength,
+        final int deviceTableOffset,
+        final int mrKeyTableOffset,
         final int cacheOffset,
         final int cacheCapacity,
         final int clientTableOffset,
@@ -105,6 +113,8 @@ public final class ControlFileLayout
         this.mrCapacity = mrCapacity;
         this.mrBitmapOffset = mrBitmapOffset;
         this.mrBitmapLength = mrBitmapLength;
+        this.deviceTableOffset = deviceTableOffset;
+        this.mrKeyTableOffset = mrKeyTableOffset;
         this.cacheOffset = cacheOffset;
         this.cacheCapacity = cacheCapacity;
         this.clientTableOffset = clientTableOffset;
@@ -161,6 +171,10 @@ public final class ControlFileLayout
         offset = align(offset + (long)mrCapacity * MrDescriptor.MR_RECORD_LENGTH);
         final long bitmapOffset = offset;
         offset = align(offset + (long)mrCapacity * bitmapLength);
+        final long deviceTableOffset = offset;
+        offset += DeviceDescriptor.DEVICE_TABLE_LENGTH;
+        final long keyTableOffset = offset;
+        offset = align(offset + (long)mrCapacity * DeviceDescriptor.KEY_ROW_LENGTH);
         final long cacheOffset = offset;
         offset = align(offset + (long)cacheCapacity * CacheEntryDescriptor.ENTRY_LENGTH);
         final long clientOffset = offset;
@@ -180,7 +194,7 @@ public final class ControlFileLayout
         return new ControlFileLayout(
             (int)metadataOffset, metadataLength, (int)valuesOffset, valuesLength,
             (int)listsOffset, memsegListCount, listRecordLength, segmentsPerList,
-            (int)mrOffset, mrCapacity, (int)bitmapOffset, bitmapLength,
+            (int)mrOffset, mrCapacity, (int)bitmapOffset, bitmapLength, (int)deviceTableOffset, (int)keyTableOffset,
             (int)cacheOffset, cacheCapacity, (int)clientOffset, clientCapacity,
             (int)histogramsOffset, HISTOGRAMS_LENGTH, (int)errorOffset, ERROR_LOG_LENGTH, offset);
     }
@@ -204,6 +218,8 @@ public final class ControlFileLayout
             header.getInt(MR_CAPACITY_OFFSET),
             header.getInt(MR_BITMAP_OFFSET_OFFSET),
             header.getInt(MR_BITMAP_LENGTH_OFFSET),
+            header.getInt(DEVICE_TABLE_OFFSET_OFFSET),
+            header.getInt(MR_KEY_TABLE_OFFSET_OFFSET),
             header.getInt(CACHE_OFFSET_OFFSET),
             header.getInt(CACHE_CAPACITY_OFFSET),
             header.getInt(CLIENT_TABLE_OFFSET_OFFSET),
@@ -232,6 +248,8 @@ public final class ControlFileLayout
         header.putInt(MR_CAPACITY_OFFSET, mrCapacity);
         header.putInt(MR_BITMAP_OFFSET_OFFSET, mrBitmapOffset);
         header.putInt(MR_BITMAP_LENGTH_OFFSET, mrBitmapLength);
+        header.putInt(DEVICE_TABLE_OFFSET_OFFSET, deviceTableOffset);
+        header.putInt(MR_KEY_TABLE_OFFSET_OFFSET, mrKeyTableOffset);
         header.putInt(CACHE_OFFSET_OFFSET, cacheOffset);
         header.putInt(CACHE_CAPACITY_OFFSET, cacheCapacity);
         header.putInt(CLIENT_TABLE_OFFSET_OFFSET, clientTableOffset);
@@ -332,6 +350,32 @@ public final class ControlFileLayout
         return mrBitmapOffset + index * mrBitmapLength;
     }
 
+    public int deviceTableOffset()
+    {
+        return deviceTableOffset;
+    }
+
+    /**
+     * @return offset of device {@code device}'s record in the device table.
+     */
+    public int deviceOffset(final int device)
+    {
+        return deviceTableOffset + device * DeviceDescriptor.DEVICE_RECORD_LENGTH;
+    }
+
+    public int mrKeyTableOffset()
+    {
+        return mrKeyTableOffset;
+    }
+
+    /**
+     * @return offset of MR record {@code index}'s keys on device {@code device}.
+     */
+    public int mrKeyOffset(final int index, final int device)
+    {
+        return mrKeyTableOffset + index * DeviceDescriptor.KEY_ROW_LENGTH + device * DeviceDescriptor.KEY_ENTRY_LENGTH;
+    }
+
     public int cacheOffset()
     {
         return cacheOffset;
@@ -400,6 +444,8 @@ public final class ControlFileLayout
             {memsegListsOffset, (long)memsegListCount * memsegListRecordLength},
             {mrTableOffset, (long)mrCapacity * MrDescriptor.MR_RECORD_LENGTH},
             {mrBitmapOffset, (long)mrCapacity * mrBitmapLength},
+            {deviceTableOffset, DeviceDescriptor.DEVICE_TABLE_LENGTH},
+            {mrKeyTableOffset, (long)mrCapacity * DeviceDescriptor.KEY_ROW_LENGTH},
             {cacheOffset, (long)cacheCapacity * CacheEntryDescriptor.ENTRY_LENGTH},
             {clientTableOffset, (long)clientCapacity * ClientDescriptor.CLIENT_RECORD_LENGTH},
             {histogramsOffset, histogramsLength},
@@ -411,6 +457,6 @@ public final class ControlFileLayout
     public static final String[] SECTION_NAMES =
     {
         "header", "counters metadata", "counters values", "memseg lists", "MR table", "MR bitmaps",
-        "global cache", "client table", "histograms", "error log"
+        "device table", "MR key table", "global cache", "client table", "histograms", "error log"
     };
 }

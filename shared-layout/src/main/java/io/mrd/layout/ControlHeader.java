@@ -2,8 +2,6 @@ package io.mrd.layout;
 
 import org.agrona.concurrent.AtomicBuffer;
 
-import java.nio.charset.StandardCharsets;
-
 import static io.mrd.layout.HeaderDescriptor.*;
 
 /**
@@ -249,6 +247,18 @@ public final class ControlHeader
         return this;
     }
 
+    /** @return the devices the daemon registers on ({@link DeviceDescriptor}), 0 without a device. */
+    public int deviceCount()
+    {
+        return buffer.getInt(DEVICE_COUNT_OFFSET);
+    }
+
+    public ControlHeader deviceCount(final int value)
+    {
+        buffer.putInt(DEVICE_COUNT_OFFSET, value);
+        return this;
+    }
+
     /** @return the epoch of the daemon whose state this one adopted, 0 when it started afresh. */
     public long adoptedEpoch()
     {
@@ -261,7 +271,7 @@ public final class ControlHeader
         return this;
     }
 
-    /** @return the RDMA device's name, empty without a device. */
+    /** @return device 0's name, empty without a device. */
     public String deviceName()
     {
         return ascii(DEVICE_NAME_OFFSET, DEVICE_NAME_LENGTH);
@@ -275,20 +285,11 @@ public final class ControlHeader
 
     private String ascii(final int at, final int length)
     {
-        final byte[] bytes = new byte[length];
-        buffer.getBytes(at, bytes);
-        int end = 0;
-        while (end < bytes.length && bytes[end] != 0)
-        {
-            end++;
-        }
-        return new String(bytes, 0, end, StandardCharsets.US_ASCII);
+        return AsciiField.get(buffer, at, length);
     }
 
     private void putAscii(final int at, final int length, final String value)
     {
-        final byte[] bytes = value.getBytes(StandardCharsets.US_ASCII);
-        buffer.setMemory(at, length, (byte)0);
-        buffer.putBytes(at, bytes, 0, Math.min(bytes.length, length));
+        AsciiField.put(buffer, at, length, value);
     }
 }

@@ -96,7 +96,7 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  +===============================================================+
  *  |        PD Handle (ibv_pd.handle; -1 without a device)         |256
  *  +---------------------------------------------------------------+
- *  |                          (pad)                                |260
+ *  |        Device Count (0 without a device)                      |260
  *  +---------------------------------------------------------------+
  *  |   Adopted Epoch (the predecessor's; 0: started afresh)        |264
  *  |                                                               |
@@ -104,7 +104,10 @@ import static org.agrona.BitUtil.SIZE_OF_LONG;
  *  |   Device Name (32 bytes ASCII, NUL padded; empty without one) |272
  *  |                              ...                              |
  *  +---------------------------------------------------------------+
+ *  |  Device Table Offset          |  MR Key Table Offset          |304
+ *  +---------------------------------------------------------------+
  * </pre>
+ * The PD handle and the device name are device 0's, as in the device table ({@link DeviceDescriptor}).
  */
 public final class HeaderDescriptor
 {
@@ -116,9 +119,10 @@ public final class HeaderDescriptor
      * know. Version 2 added the heartbeat stale limit; version 3 the access of memory and MRs: per segment in
      * the memseg lists, in the MR records, and with the rkey in the global cache's entries; version 4 the
      * histograms section ({@link HistogramsDescriptor}); version 5 the device, the PD handle and the
-     * adopted epoch in the header, and each MR's device handle.
+     * adopted epoch in the header, and each MR's device handle; version 6 several devices: their count, the
+     * device table and the MR key table ({@link DeviceDescriptor}).
      */
-    public static final int LAYOUT_VERSION = 5;
+    public static final int LAYOUT_VERSION = 6;
 
     /** Heartbeat value of a daemon that shut down cleanly. */
     public static final long HEARTBEAT_CLOSED = -1L;
@@ -213,12 +217,18 @@ public final class HeaderDescriptor
 
     /** Offset of the protection domain's handle ({@code ibv_pd.handle}, what {@code ibv_import_pd} takes). */
     public static final int PD_HANDLE_OFFSET = 4 * CACHE_LINE_LENGTH;
+    /** Offset of the number of devices the daemon registers on ({@link DeviceDescriptor}); 0 without one. */
+    public static final int DEVICE_COUNT_OFFSET = PD_HANDLE_OFFSET + SIZE_OF_INT;
     /** Offset of the epoch of the daemon whose state this one adopted; 0 when it started afresh. */
-    public static final int ADOPTED_EPOCH_OFFSET = PD_HANDLE_OFFSET + 2 * SIZE_OF_INT;
+    public static final int ADOPTED_EPOCH_OFFSET = DEVICE_COUNT_OFFSET + SIZE_OF_INT;
     /** Offset of the RDMA device's name ({@code ibv_get_device_name}). */
     public static final int DEVICE_NAME_OFFSET = ADOPTED_EPOCH_OFFSET + SIZE_OF_LONG;
     /** Bytes reserved for the device name; longer names are cut. */
     public static final int DEVICE_NAME_LENGTH = 32;
+    /** Offset of the device table's offset. */
+    public static final int DEVICE_TABLE_OFFSET_OFFSET = DEVICE_NAME_OFFSET + DEVICE_NAME_LENGTH;
+    /** Offset of the MR key table's offset. */
+    public static final int MR_KEY_TABLE_OFFSET_OFFSET = DEVICE_TABLE_OFFSET_OFFSET + SIZE_OF_INT;
     /** PD handle of a daemon without a device ({@code --provider soft}); handles of a device start at 0. */
     public static final int NO_PD_HANDLE = -1;
 

@@ -162,7 +162,8 @@ final class ControlFileLayoutTest
         {
             assertTrue(offset >= 2 * CACHE_LINE_LENGTH && offset < HEADER_LENGTH, "geometry at " + offset);
         }
-        for (final int offset : new int[]{PD_HANDLE_OFFSET, ADOPTED_EPOCH_OFFSET, DEVICE_NAME_OFFSET})
+        for (final int offset : new int[]{PD_HANDLE_OFFSET, DEVICE_COUNT_OFFSET, ADOPTED_EPOCH_OFFSET,
+            DEVICE_NAME_OFFSET, DEVICE_TABLE_OFFSET_OFFSET, MR_KEY_TABLE_OFFSET_OFFSET})
         {
             assertTrue(offset >= 4 * CACHE_LINE_LENGTH && offset < HEADER_LENGTH, "device and lineage at " + offset);
         }
@@ -195,6 +196,9 @@ final class ControlFileLayoutTest
         assertEquals(32, CacheEntryDescriptor.ENTRY_LENGTH);
         assertEquals(12, MemsegListDescriptor.SEGMENT_ENTRY_LENGTH);
         assertEquals(64, ClientDescriptor.CLIENT_RECORD_LENGTH);
+        assertEquals(64, DeviceDescriptor.DEVICE_RECORD_LENGTH);
+        assertEquals(16, DeviceDescriptor.KEY_ENTRY_LENGTH);
+        assertEquals(128, DeviceDescriptor.KEY_ROW_LENGTH);
         assertEquals(256, MemsegListDescriptor.SEGMENTS_OFFSET);
         for (final int segments : new int[]{1, 2, 7, 8, 9, 255, 256, 257, 4096, 65535})
         {
@@ -296,8 +300,11 @@ final class ControlFileLayoutTest
         f.add(new int[]{HISTOGRAMS_OFFSET_OFFSET, SIZE_OF_INT});
         f.add(new int[]{HISTOGRAMS_LENGTH_OFFSET, SIZE_OF_INT});
         f.add(new int[]{PD_HANDLE_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{DEVICE_COUNT_OFFSET, SIZE_OF_INT});
         f.add(new int[]{ADOPTED_EPOCH_OFFSET, SIZE_OF_LONG});
         f.add(new int[]{DEVICE_NAME_OFFSET, DEVICE_NAME_LENGTH});
+        f.add(new int[]{DEVICE_TABLE_OFFSET_OFFSET, SIZE_OF_INT});
+        f.add(new int[]{MR_KEY_TABLE_OFFSET_OFFSET, SIZE_OF_INT});
         return f;
     }
 

@@ -354,19 +354,28 @@ final class MrCreation
     }
 
     /**
-     * Step 8: the MR into the table and the global cache ({@link MrShareCache#publish}), unless the daemon closed
-     * while it was registered: then it is deregistered here instead, before its in-flight mark goes (which close
-     * waits for).
+     * Step 8: the MR into the table and the global cache ({@link MrShareCache#publish}), unless the provider
+     * refuses it ({@link Registrar#beforePublish}, injected faults only) or the daemon closed while it was
+     * registered: then it is deregistered here instead, before its in-flight mark goes (which close waits for).
      */
     private MrEntry publish(
         final long address, final int owner, final int slot, final Planned planned, final Registration registration)
     {
+        final String what = "[" + Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " +
+            Sizes.hex(address);
+        try
+        {
+            registrar.beforePublish(registration);
+        }
+        catch (final MrdException ex)
+        {
+            throw shareCache.undoRefused(registration, slot, what, ex);
+        }
         final MrEntry entry = shareCache.publish(
             address, slot, registration, planned.coverage(), 0, owner, planned.access());
         if (null == entry)
         {
-            throw shareCache.undoAfterClose(registration, slot,
-                "[" + Sizes.hex(planned.start()) + ", " + Sizes.hex(planned.end()) + ") for " + Sizes.hex(address));
+            throw shareCache.undoAfterClose(registration, slot, what);
         }
         LOG.debug("MR {} created for {}: [{}, {}) lkey {} rkey {} access {} msBaseIdx {} msN {} msBmpN {}",
             slot, Sizes.hex(address), Sizes.hex(planned.start()), Sizes.hex(planned.end()),

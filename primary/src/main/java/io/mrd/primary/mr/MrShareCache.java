@@ -360,6 +360,26 @@ final class MrShareCache
      */
     MrdException undoAfterClose(final Registration registration, final int slot, final String what)
     {
+        undo(registration, slot, what, "registered while the daemon closed");
+        return new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering " + what +
+            ": it is not registered");
+    }
+
+    /**
+     * Undoes a registration the provider refused to have published ({@link Registrar#beforePublish}): deregisters
+     * it (on every device) and releases its record, with no lock held.
+     *
+     * @return {@code refusal}, to throw: nothing was registered.
+     */
+    MrdException undoRefused(final Registration registration, final int slot, final String what,
+        final MrdException refusal)
+    {
+        undo(registration, slot, what, "refused before publishing (" + refusal.oneLine() + ")");
+        return refusal;
+    }
+
+    private void undo(final Registration registration, final int slot, final String what, final String why)
+    {
         try
         {
             registrar.deregister(registration);
@@ -367,11 +387,9 @@ final class MrShareCache
         catch (final RuntimeException ex)
         {
             errorLog.record(ex);
-            LOG.error("deregistration of {}, registered while the daemon closed, failed", what, ex);
+            LOG.error("deregistration of {}, {}, failed", what, why, ex);
         }
         table.release(slot);
-        return new MrdException(ErrorCode.ENODEV, "the daemon shut down while registering " + what +
-            ": it is not registered");
     }
 
     // -------------------------------------------------------------------------------------------------------------

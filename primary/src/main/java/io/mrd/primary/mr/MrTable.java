@@ -3,6 +3,7 @@ package io.mrd.primary.mr;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ControlHeader;
+import io.mrd.layout.DeviceTable;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrChunks;
 import io.mrd.layout.MrDescriptor;
@@ -63,6 +64,7 @@ final class MrTable
     private final DaemonCounters counters;
     private final EventJournal journal;
     private final MrRecord record = new MrRecord();
+    private final DeviceTable devices;
     private final MrChunks chunks;
     private final MrEntry scratch = new MrEntry();
 
@@ -83,6 +85,7 @@ final class MrTable
         this.layout = controlFile.layout();
         this.counters = counters;
         this.chunks = new MrChunks(controlFile);
+        this.devices = new DeviceTable(buffer, layout);
         this.registrations = new Registration[layout.mrCapacity()];
     }
 
@@ -229,6 +232,12 @@ final class MrTable
             .owner(owner)
             .createdMs(System.currentTimeMillis())
             .deviceHandle(registration.deviceHandle());
+        devices.clear(slot);
+        for (int device = 0; device < registration.deviceCount(); device++)
+        {
+            final Registration.DeviceMr mr = registration.on(device);
+            devices.keys(slot, device, mr.lkey(), mr.rkey(), mr.deviceHandle());
+        }
         for (int n = coverage.live().nextSetBit(0); n >= 0; n = coverage.live().nextSetBit(n + 1))
         {
             record.bit(n, true);
@@ -345,12 +354,13 @@ final class MrTable
     }
 
     /**
-     * Write section: the record reads FREE, its bitmap empty.
+     * Write section: the record reads FREE, its bitmap and its keys empty.
      */
     void clearRecord(final int slot)
     {
         record.wrap(buffer, layout.mrOffset(slot));
         record.bitmapOffset(layout.mrBitmapOffset(slot)).clear(layout.mrBitmapLength());
+        devices.clear(slot);
     }
 
     /**

@@ -73,6 +73,8 @@ final class IbverbsDevice
     private final MemorySegment pd;
     private final long maxMrSize;
     private final SharedDevice sharedDevice;
+    /** Every device libibverbs listed when this one was opened, in its order; empty for an imported one. */
+    private final List<String> listed;
 
     private IbverbsDevice(final ProviderConfig config, final Optional<Adopted> adopted)
     {
@@ -104,15 +106,17 @@ final class IbverbsDevice
             closeDevice = close;
 
             final String[] opened = new String[1];
+            final List<String> names = new ArrayList<>();
             if (adopted.isPresent())
             {
                 openedContext = importDevice(lookup, adopted.get().commandFd(), getDeviceName, opened);
             }
             else
             {
-                openedContext = openDevice(lookup, getDeviceList, getDeviceName, config.deviceName(), opened);
+                openedContext = openDevice(lookup, getDeviceList, getDeviceName, config.deviceName(), opened, names);
             }
             deviceName = opened[0];
+            listed = List.copyOf(names);
             context = openedContext;
             maxMrSize = queryMaxMrSize(queryDevice, context, deviceName);
             pd = adopted.isPresent() ? importPd(lookup, adopted.get().pdHandle()) : allocPd(lookup);
@@ -147,6 +151,53 @@ final class IbverbsDevice
     static IbverbsDevice open(final ProviderConfig config)
     {
         return new IbverbsDevice(config, Optional.empty());
+    }
+
+    /**
+     * Opens every device {@code --device} names, in its order, each with a PD: one name, a comma-separated list,
+     * or {@value ProviderConfig#ALL_DEVICES} (every device libibverbs lists, in its order); the first when unset.
+     *
+     * @throws MrdException EINVAL for an empty name, a name given twice or more than
+     *                      {@value ProviderConfig#MAX_DEVICES} devices; as {@link #open} for each device. Those
+     *                      already opened are closed again.
+     */
+    static List<IbverbsDevice> openAll(final ProviderConfig config)
+    {
+        final List<String> wanted = DeviceSelection.names(config.deviceName());
+        final List<IbverbsDevice> opened = new ArrayList<>();
+        try
+        {
+            if (wanted.isEmpty() || DeviceSelection.isAll(wanted))
+            {
+                opened.add(open(config.withDeviceName(null)));
+                if (DeviceSelection.isAll(wanted))
+                {
+                    final List<String> every = opened.getFirst().listed;
+                    DeviceSelection.checkCount(every.size(), "'" + ProviderConfig.ALL_DEVICES + "' (" +
+                        String.join(", ", every) + ")");
+                    for (final String name : every.subList(1, every.size()))
+                    {
+                        opened.add(open(config.withDeviceName(name)));
+                    }
+                }
+            }
+            else
+            {
+                for (final String name : wanted)
+                {
+                    opened.add(open(config.withDeviceName(name)));
+                }
+            }
+            return List.copyOf(opened);
+        }
+        catch (final RuntimeException ex)
+        {
+            for (final IbverbsDevice device : opened)
+            {
+                device.close();
+            }
+            throw ex;
+        }
     }
 
     /**
@@ -334,7 +385,8 @@ final class IbverbsDevice
      * the device is open.
      */
     private static MemorySegment openDevice(final LoadedLibrary lookup, final MethodHandle getDeviceList,
-        final MethodHandle getDeviceName, final Optional<String> wanted, final String[] opened) throws Throwable
+        final MethodHandle getDeviceName, final Optional<String> wanted, final String[] opened,
+        final List<String> names) throws Throwable
     {
         final MethodHandle freeDeviceList = bind(lookup, "ibv_free_device_list", FunctionDescriptor.ofVoid(ADDRESS));
         final MethodHandle openDevice = bind(lookup, "ibv_open_device", FunctionDescriptor.of(ADDRESS, ADDRESS));
@@ -363,7 +415,6 @@ final class IbverbsDevice
                     EmulatedDeviceAdvice.EMULATED_DEVICE + ", or use --provider soft");
             }
             final MemorySegment devices = list.reinterpret(ADDRESS.byteSize() * count);
-            final List<String> names = new ArrayList<>(count);
             MemorySegment chosen = MemorySegment.NULL;
             for (int i = 0; i < count; i++)
             {

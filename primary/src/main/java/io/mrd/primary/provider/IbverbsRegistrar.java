@@ -1,52 +1,52 @@
 package io.mrd.primary.provider;
 
 import io.mrd.layout.Access;
-import io.mrd.layout.EmulatedDeviceAdvice;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.RemoteAccess;
-import io.mrd.layout.sys.LoadedLibrary;
 import io.mrd.layout.sys.Sizes;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
 
-import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
- * The provider for real NICs: registrations are {@code ibv_reg_mr} on a protection domain of one RDMA device,
- * through an FFM binding of {@code libibverbs.so.1} (no JNI, no compile step; the library is loaded at start).
- * <p>
- * Everything that keeps it from working is found in the constructor: libibverbs missing, no device, the
- * {@code --device} asked for absent, the device or PD refusing to open. The daemon thus fails at start with one
+ * The provider for real NICs: registrations are {@code ibv_reg_mr} on a protection domain of each RDMA device
+ * {@code --device} names, through an FFM binding of {@code libibverbs.so.1} (no JNI, no compile step; the library
+ * is loaded at start). One {@link DeviceRegistrar} per device makes the calls; this class decides what one
+ * registration is on several devices:
+ * <ol>
+ *   <li>the range is counted against {@code --max-pinned} once and populated once ({@link PagePopulator}: in
+ *   parallel when it is large), so that each {@code ibv_reg_mr} pins pages already present, and 8 devices do not
+ *   fault the range in 8 times (Mooncake registers on NIC 0 and deregisters to pre-touch: N + 1 pin walks);</li>
+ *   <li>it is registered on every device, in parallel across devices (one task per device after the first, on
+ *   {@link #pool}; the first on the calling thread): each is the kernel's pin walk of the same resident pages;</li>
+ *   <li>if any device fails, the MRs already made on the others are deregistered before the error is thrown,
+ *   and the count released: nothing stays pinned or registered (NCCL's failure path frees its handle without
+ *   deregistering the MRs of the earlier devices; Mooncake left NIC 0 registered).</li>
+ * </ol>
+ * Everything that keeps it from working is found in the constructor: libibverbs missing, no device, a
+ * {@code --device} asked for absent, a device or PD refusing to open. The daemon thus fails at start with one
  * line naming what is missing, never at the first registration.
  * <p>
- * verbs.h makes {@code ibv_reg_mr} a macro: with a flag of {@link Access#OPTIONAL_RANGE} (relaxed ordering, which
- * mrd asks for by default) compiled C calls the exported {@code ibv_reg_mr_iova2(pd, addr, length, addr, access)},
- * otherwise the exported {@code ibv_reg_mr}. This binding makes the same choice, so the kernel sees what it would
- * see from a C program; a libibverbs older than rdma-core 28 has no {@code ibv_reg_mr_iova2}, and then the optional
- * flags are dropped, as devices are allowed to ignore them.
- * <p>
- * A registration faults the range in first ({@link PagePopulator}: in parallel when it is large), so that
- * {@code ibv_reg_mr} pins pages that are present instead of faulting them in one by one on the calling thread.
- * A range longer than the device's {@code max_mr_size} ({@code ibv_query_device}, read at start and given as
- * {@link #maxRegionLength()}) is refused by the device; the engine splits ranges at that length.
+ * A range longer than the smallest {@code max_mr_size} of the devices ({@code ibv_query_device}, read at start
+ * and given as {@link #maxRegionLength()}) is refused; the engine splits ranges at that length.
  * <p>
  * Thread-safe: libibverbs allows registrations on one PD from any number of threads.
  */
@@ -97,53 +97,60 @@ public final class IbverbsRegistrar implements Registrar
 
     private static final Logger LOG = LoggerFactory.getLogger(IbverbsRegistrar.class);
 
-    private static final VarHandle MR_ADDR = IBV_MR.varHandle(groupElement("addr"));
-    private static final VarHandle MR_LENGTH = IBV_MR.varHandle(groupElement("length"));
-    private static final VarHandle MR_HANDLE = IBV_MR.varHandle(groupElement("handle"));
-    private static final VarHandle MR_LKEY = IBV_MR.varHandle(groupElement("lkey"));
-    private static final VarHandle MR_RKEY = IBV_MR.varHandle(groupElement("rkey"));
-
-    private final IbverbsDevice device;
-    private final String deviceName;
-    private final MemorySegment pd;
-    /** The device's {@code max_mr_size}: the longest range one {@code ibv_reg_mr} takes. */
+    private final List<DeviceRegistrar> devices;
+    private final String deviceNames;
+    /** The smallest {@code max_mr_size} of the devices: the longest range one registration takes on all. */
     private final long maxMrSize;
     private final PagePopulator populator;
     private final FaultInjection faults;
     private final PinnedBytes pinned;
-    /** Live registrations by {@code struct ibv_mr *}: refuses a second deregistration instead of a double free. */
+    /** Registers on devices 1 and up while the calling thread registers on device 0; null with one device. */
+    private final ExecutorService pool;
+    /** Live registrations by device 0's {@code struct ibv_mr *}: refuses a second deregistration. */
     private final Map<Long, Registration> live = new ConcurrentHashMap<>();
+    /** Of a live registration whose deregistration failed on some device: the devices whose MR is gone. */
+    private final Map<Long, BitSet> partlyDeregistered = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     /**
-     * Loads libibverbs, opens the device and allocates the protection domain every registration will use.
+     * Loads libibverbs, opens each device {@code --device} names and allocates the protection domain every
+     * registration on it will use.
      *
      * @param config {@code library()}, {@code deviceName}, {@code maxPinned}, {@code populateThreads} and fault
      *               injection apply.
      * @throws MrdException ENOENT when libibverbs cannot be loaded; ENOSYS when it lacks a symbol; ENODEV when
-     *                      there is no device or not the one named; the errno of {@code ibv_open_device},
-     *                      {@code ibv_query_device} or {@code ibv_alloc_pd} when they fail. Nothing stays open after
-     *                      a failure.
+     *                      there is no device or not one named; EINVAL for a device named twice or more than
+     *                      {@value ProviderConfig#MAX_DEVICES}; the errno of {@code ibv_open_device},
+     *                      {@code ibv_query_device} or {@code ibv_alloc_pd} when they fail. Nothing stays open
+     *                      after a failure.
      */
     public IbverbsRegistrar(final ProviderConfig config)
     {
-        this(config, IbverbsDevice.open(config));
+        this(config, IbverbsDevice.openAll(config));
     }
 
-    private IbverbsRegistrar(final ProviderConfig config, final IbverbsDevice device)
+    private IbverbsRegistrar(final ProviderConfig config, final List<IbverbsDevice> opened)
     {
-        this.device = device;
-        this.deviceName = device.deviceName();
-        this.pd = device.pd();
-        this.maxMrSize = device.maxMrSize();
-        this.faults = new FaultInjection(config.failNth(), config.latencyNanos());
+        final List<DeviceRegistrar> registrars = new ArrayList<>(opened.size());
+        long smallest = Long.MAX_VALUE;
+        for (final IbverbsDevice device : opened)
+        {
+            registrars.add(new DeviceRegistrar(device, registrars.size()));
+            smallest = Math.min(smallest, device.maxMrSize());
+        }
+        this.devices = List.copyOf(registrars);
+        this.deviceNames = String.join(",", registrars.stream().map(DeviceRegistrar::name).toList());
+        this.maxMrSize = smallest;
+        this.faults = new FaultInjection(config);
         this.pinned = new PinnedBytes(config.maxPinned());
         this.populator = new PagePopulator(config.populateThreads());
+        this.pool = opened.size() < 2 ? null : registrationPool(opened.size() - 1);
     }
 
     /**
      * A successor's provider: imports the device of its predecessor's command file and the PD of that handle, on
-     * which {@link #adopt} then names the predecessor's MRs.
+     * which {@link #adopt} then names the predecessor's MRs. One device: a daemon of several devices is not
+     * adopted (docs/multi-device.md).
      *
      * @param commandFd the predecessor's command file, from the descriptor holder; the context's from here on.
      * @throws MrdException the errno of {@code ibv_import_device} or {@code ibv_import_pd}, as for the constructor
@@ -151,7 +158,19 @@ public final class IbverbsRegistrar implements Registrar
      */
     public static IbverbsRegistrar adopting(final ProviderConfig config, final int commandFd, final int pdHandle)
     {
-        return new IbverbsRegistrar(config, IbverbsDevice.adopt(config, commandFd, pdHandle));
+        return new IbverbsRegistrar(config, List.of(IbverbsDevice.adopt(config, commandFd, pdHandle)));
+    }
+
+    private static ExecutorService registrationPool(final int threads)
+    {
+        final AtomicInteger next = new AtomicInteger(1);
+        // Platform threads: a registration is a long native call, which would pin a virtual thread's carrier.
+        return Executors.newFixedThreadPool(Math.min(threads, Runtime.getRuntime().availableProcessors()), task ->
+        {
+            final Thread thread = new Thread(task, "mrd-register-" + next.getAndIncrement());
+            thread.setDaemon(true);
+            return thread;
+        });
     }
 
     public String name()
@@ -160,15 +179,23 @@ public final class IbverbsRegistrar implements Registrar
     }
 
     /**
-     * @return the name of the device registrations go to, as {@code ibv_get_device_name} gives it.
+     * @return the name of device 0, as {@code ibv_get_device_name} gives it.
      */
     public String deviceName()
     {
-        return deviceName;
+        return devices.getFirst().name();
     }
 
     /**
-     * @return the device's {@code max_mr_size}, as {@code ibv_query_device} reported it at start.
+     * @return the names of the devices registrations go to, in device order.
+     */
+    public List<String> deviceNames()
+    {
+        return devices.stream().map(DeviceRegistrar::name).toList();
+    }
+
+    /**
+     * @return the smallest {@code max_mr_size} of the devices, as {@code ibv_query_device} reported them at start.
      */
     public long maxRegionLength()
     {
@@ -180,17 +207,19 @@ public final class IbverbsRegistrar implements Registrar
      */
     public String library()
     {
-        return device.library();
+        return devices.getFirst().device().library();
     }
 
     /**
      * {@inheritDoc}
      *
-     * @return keys and range as the {@code struct ibv_mr} reports them, except that the rkey is
-     *         {@link RemoteAccess#rkey}'s ({@link Access#NO_RKEY} when {@code access} has no remote flag); the
-     *         handle is the {@code struct ibv_mr *}.
-     * @throws MrdException ENOMEM past --max-pinned or for an injected failure; otherwise the errno of
-     *                      {@code ibv_reg_mr} as its code, named in the message (ENOMEM also names RLIMIT_MEMLOCK).
+     * @return keys and range as device 0's {@code struct ibv_mr} reports them, the other devices' MRs in
+     *         {@link Registration#furtherDevices()}; each rkey is {@link RemoteAccess#rkey}'s
+     *         ({@link Access#NO_RKEY} when {@code access} has no remote flag); the handle is the
+     *         {@code struct ibv_mr *}.
+     * @throws MrdException ENOMEM past --max-pinned or for an injected failure; otherwise the errno of the first
+     *                      device's {@code ibv_reg_mr} that failed, named in the message with the device (ENOMEM
+     *                      also names RLIMIT_MEMLOCK). Whatever other devices registered is deregistered first.
      */
     public Registration register(final long address, final long length, final int access)
     {
@@ -199,44 +228,182 @@ public final class IbverbsRegistrar implements Registrar
         {
             throw new MrdException(ErrorCode.EINVAL, "the ibverbs provider is closed: the daemon is stopping");
         }
-        faults.beforeRegister();
+        final long attempt = faults.beforeRegister();
         pinned.reserve(length);
-        final MemorySegment mr;
-        final int errno;
+        final Registration registration;
         try
         {
-            // Whatever population could not fault in, ibv_reg_mr refuses with its own errno, which names the cause;
-            // a range the device refuses anyway (past max_mr_size: EINVAL) is not worth faulting in.
-            if (length <= maxMrSize)
-            {
-                populator.populate(address, length);
-            }
-            final MemorySegment state = IbverbsDevice.callState();
-            if (0 != (access & Access.OPTIONAL_RANGE) && null != device.regMrIova2)
-            {
-                mr = (MemorySegment)device.regMrIova2.invokeExact(
-                    state, pd, MemorySegment.ofAddress(address), length, address, access);
-            }
-            else
-            {
-                final int flags = null == device.regMrIova2 ? access & ~Access.OPTIONAL_RANGE : access;
-                mr = (MemorySegment)device.regMr.invokeExact(state, pd, MemorySegment.ofAddress(address), length, flags);
-            }
-            errno = errno();
+            populate(address, length, attempt);
+            registration = registerOnEveryDevice(address, length, access, attempt);
         }
-        catch (final Throwable t)
+        catch (final RuntimeException ex)
         {
             pinned.release(length);
-            throw rethrow(t);
+            throw ex;
         }
-        if (MemorySegment.NULL.equals(mr))
-        {
-            pinned.release(length);
-            throw regFailure(errno, address, length, access);
-        }
-        final Registration registration = registrationOf(mr, access);
-        live.put(mr.address(), registration);
+        live.put(registration.handle(), registration);
+        faults.registered(registration.handle(), attempt);
         return registration;
+    }
+
+    /**
+     * {@inheritDoc}
+     * <p>
+     * Refuses only at an injected {@link FaultPoint.Step#PUBLISH} of one of the registration's devices.
+     */
+    public void beforePublish(final Registration registration)
+    {
+        faults.beforePublish(registration.handle(), registration.deviceCount());
+    }
+
+    /**
+     * Step 1, once for every device. Whatever population could not fault in, {@code ibv_reg_mr} refuses with its
+     * own errno, which names the cause; a range the devices refuse anyway (past max_mr_size: EINVAL) is not worth
+     * faulting in.
+     */
+    private void populate(final long address, final long length, final long attempt)
+    {
+        faults.at(FaultPoint.Step.POPULATE, attempt, 0);
+        if (length <= maxMrSize)
+        {
+            populator.populate(address, length);
+        }
+    }
+
+    /**
+     * Steps 2 and 3: device 0 on this thread, the others on the pool; then, when any failed, the undo of those
+     * that did not. Every task is waited for before the undo, so that none registers after it.
+     */
+    private Registration registerOnEveryDevice(final long address, final long length, final int access,
+        final long attempt)
+    {
+        final List<Future<Registration.DeviceMr>> others = new ArrayList<>(devices.size() - 1);
+        for (int d = 1; d < devices.size(); d++)
+        {
+            final int device = d;
+            others.add(pool.submit(() -> registerOn(device, address, length, access, attempt)));
+        }
+        final Registration.DeviceMr[] made = new Registration.DeviceMr[devices.size()];
+        RuntimeException failure = null;
+        try
+        {
+            made[0] = registerOn(0, address, length, access, attempt);
+        }
+        catch (final RuntimeException ex)
+        {
+            failure = ex;
+        }
+        for (int d = 1; d < devices.size(); d++)
+        {
+            try
+            {
+                made[d] = awaitUninterruptibly(others.get(d - 1));
+            }
+            catch (final RuntimeException ex)
+            {
+                failure = firstOf(failure, ex);
+            }
+        }
+        if (null != failure)
+        {
+            undo(address, length, made, failure);
+            throw failure;
+        }
+        return new Registration(address, length, made[0].lkey(), made[0].rkey(), made[0].handle(),
+            made[0].deviceHandle(), List.of(made).subList(1, made.length));
+    }
+
+    private Registration.DeviceMr registerOn(
+        final int device, final long address, final long length, final int access, final long attempt)
+    {
+        faults.at(FaultPoint.Step.REGISTER, attempt, device);
+        final Registration.DeviceMr mr = devices.get(device).register(address, length, access, pinned.get());
+        try
+        {
+            faults.at(FaultPoint.Step.REGISTERED, attempt, device);
+        }
+        catch (final RuntimeException ex)
+        {
+            deregisterQuietly(device, address, length, mr, ex);
+            throw ex;
+        }
+        return mr;
+    }
+
+    /**
+     * The error of the lowest-numbered device that failed is the one thrown: the same fault gives the same
+     * message whatever the order the threads ran in. The others are suppressed into it.
+     */
+    private static RuntimeException firstOf(final RuntimeException first, final RuntimeException next)
+    {
+        if (null == first)
+        {
+            return next;
+        }
+        first.addSuppressed(next);
+        return first;
+    }
+
+    private static Registration.DeviceMr awaitUninterruptibly(final Future<Registration.DeviceMr> task)
+    {
+        boolean interrupted = false;
+        try
+        {
+            while (true)
+            {
+                try
+                {
+                    return task.get();
+                }
+                catch (final InterruptedException ex)
+                {
+                    // The task runs on: leaving now would leave its MR registered and unknown.
+                    interrupted = true;
+                }
+                catch (final ExecutionException ex)
+                {
+                    throw IbverbsDevice.rethrow(ex.getCause());
+                }
+            }
+        }
+        finally
+        {
+            if (interrupted)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Step 3: deregisters what the devices that succeeded made. A deregistration that fails here leaves that MR
+     * registered (the device refused to let go): it is logged and suppressed into the failure.
+     */
+    private void undo(final long address, final long length, final Registration.DeviceMr[] made,
+        final RuntimeException failure)
+    {
+        for (int d = 0; d < made.length; d++)
+        {
+            if (null != made[d])
+            {
+                deregisterQuietly(d, address, length, made[d], failure);
+            }
+        }
+    }
+
+    private void deregisterQuietly(final int device, final long address, final long length,
+        final Registration.DeviceMr mr, final RuntimeException failure)
+    {
+        try
+        {
+            devices.get(device).deregister(address, length, mr);
+        }
+        catch (final RuntimeException ex)
+        {
+            LOG.error("undoing the registration of {} at {} on {} failed: {}", Sizes.format(length),
+                Sizes.hex(address), devices.get(device).describe(), ex.toString());
+            failure.addSuppressed(ex);
+        }
     }
 
     /**
@@ -251,79 +418,59 @@ public final class IbverbsRegistrar implements Registrar
      */
     public Registration adopt(final Registration recorded, final int access)
     {
-        final MemorySegment mr = device.importMr(recorded.deviceHandle());
-        if (MemorySegment.NULL.equals(mr))
-        {
-            final int errno = IbverbsDevice.errno();
-            throw new MrdException(ErrorCode.of(errno), "ibv_import_mr(handle " + recorded.deviceHandle() + ") on " +
-                deviceName + " failed: " + ErrorCode.describe(errno) + ": the predecessor's MR of " +
-                Sizes.format(recorded.length()) + " at " + Sizes.hex(recorded.address()) + " is gone");
-        }
-        final Registration imported = registrationOf(mr, access);
-        if (imported.address() != recorded.address() || imported.length() != recorded.length() ||
-            imported.lkey() != recorded.lkey() || imported.rkey() != recorded.rkey())
-        {
-            // the struct is this process's copy: deregistering would destroy whatever MR the handle names now
-            device.unimportMr(mr);
-            throw new MrdException(ErrorCode.EINVAL, "MR handle " + recorded.deviceHandle() + " on " + deviceName +
-                " is " + Sizes.format(imported.length()) + " at " + Sizes.hex(imported.address()) + " lkey " +
-                Sizes.hex(imported.lkey() & 0xFFFF_FFFFL) + ", but the control file records " +
-                Sizes.format(recorded.length()) + " at " + Sizes.hex(recorded.address()) + " lkey " +
-                Sizes.hex(recorded.lkey() & 0xFFFF_FFFFL) + ": not the predecessor's MR");
-        }
+        final Registration.DeviceMr mr = devices.getFirst().adopt(
+            recorded.address(), recorded.length(), recorded.on(0), access);
+        final Registration imported = new Registration(recorded.address(), recorded.length(), mr.lkey(), mr.rkey(),
+            mr.handle(), mr.deviceHandle());
         pinned.adopt(imported.length());
-        live.put(mr.address(), imported);
+        live.put(imported.handle(), imported);
         return imported;
-    }
-
-    private static Registration registrationOf(final MemorySegment mr, final int access)
-    {
-        final MemorySegment struct = mr.reinterpret(IBV_MR.byteSize());
-        return new Registration(
-            ((MemorySegment)MR_ADDR.get(struct, 0L)).address(),
-            (long)MR_LENGTH.get(struct, 0L),
-            (int)MR_LKEY.get(struct, 0L),
-            RemoteAccess.rkey(access, (int)MR_RKEY.get(struct, 0L)),
-            mr.address(),
-            (int)MR_HANDLE.get(struct, 0L));
     }
 
     /**
      * {@inheritDoc}
+     * <p>
+     * Every device's MR is deregistered, each tried whatever the others did.
      *
-     * @throws MrdException EINVAL when {@code registration} is not live here; the errno {@code ibv_dereg_mr}
-     *                      returned otherwise, in which case the MR stays counted (and pinned) and {@link #close}
-     *                      tries again.
+     * @throws MrdException EINVAL when {@code registration} is not live here; the errno of the first
+     *                      {@code ibv_dereg_mr} that failed otherwise, in which case the registration stays counted
+     *                      (and pinned) with the MRs still registered, and {@link #close} tries those again.
      */
     public void deregister(final Registration registration)
     {
-        final long handle = registration.handle();
-        if (!live.remove(handle, registration))
+        if (!live.remove(registration.handle(), registration))
         {
             throw new MrdException(ErrorCode.EINVAL, "registration lkey " +
                 Sizes.hex(registration.lkey() & 0xFFFF_FFFFL) + " of " + Sizes.format(registration.length()) +
-                " at " + Sizes.hex(registration.address()) + " is not live on " + deviceName +
+                " at " + Sizes.hex(registration.address()) + " is not live on " + deviceNames +
                 ": deregistered twice, or made by another provider");
         }
-        final int result;
-        try
+        final BitSet gone = partlyDeregistered.getOrDefault(registration.handle(), new BitSet());
+        RuntimeException failure = null;
+        for (int d = 0; d < registration.deviceCount(); d++)
         {
-            result = (int)device.deregMr.invokeExact(IbverbsDevice.callState(), MemorySegment.ofAddress(handle));
+            if (gone.get(d))
+            {
+                continue;
+            }
+            try
+            {
+                devices.get(d).deregister(registration.address(), registration.length(), registration.on(d));
+                gone.set(d);
+            }
+            catch (final RuntimeException ex)
+            {
+                failure = firstOf(failure, ex);
+            }
         }
-        catch (final Throwable t)
+        if (null != failure)
         {
-            live.put(handle, registration);
-            throw rethrow(t);
+            // Another try (close's) deregisters only the MRs still registered: the others' structs are freed.
+            partlyDeregistered.put(registration.handle(), gone);
+            live.put(registration.handle(), registration);
+            throw failure;
         }
-        if (0 != result)
-        {
-            // rdma-core returns the errno; older libraries returned -1 and set errno.
-            final int errno = result > 0 ? result : errno();
-            live.put(handle, registration);
-            throw new MrdException(ErrorCode.of(errno), "ibv_dereg_mr of " + Sizes.format(registration.length()) +
-                " at " + Sizes.hex(registration.address()) + " on " + deviceName + " failed: " +
-                ErrorCode.describe(errno));
-        }
+        partlyDeregistered.remove(registration.handle());
         pinned.release(registration.length());
     }
 
@@ -333,11 +480,19 @@ public final class IbverbsRegistrar implements Registrar
     }
 
     /**
-     * @return the device and PD as secondaries import them.
+     * @return device 0 and its PD as secondaries import them.
      */
     public Optional<SharedDevice> sharedDevice()
     {
-        return Optional.of(device.sharedDevice());
+        return Optional.of(devices.getFirst().device().sharedDevice());
+    }
+
+    /**
+     * @return every device and its PD, in device order.
+     */
+    public List<SharedDevice> sharedDevices()
+    {
+        return devices.stream().map(device -> device.device().sharedDevice()).toList();
     }
 
     /**
@@ -349,7 +504,8 @@ public final class IbverbsRegistrar implements Registrar
     }
 
     /**
-     * Deregisters what is still live (there should be nothing), then releases the PD, the device and the library.
+     * Deregisters what is still live (there should be nothing), then releases the PDs, the devices and the
+     * library.
      */
     public synchronized void close()
     {
@@ -359,11 +515,18 @@ public final class IbverbsRegistrar implements Registrar
         }
         closed = true;
         populator.close();
-        device.sharedDevice().close();
+        if (null != pool)
+        {
+            pool.shutdown();
+        }
+        for (final DeviceRegistrar device : devices)
+        {
+            device.device().sharedDevice().close();
+        }
         if (!live.isEmpty())
         {
             LOG.warn("ibverbs provider closed with {} registrations live on {}; deregistering them", live.size(),
-                deviceName);
+                deviceNames);
             for (final Registration registration : List.copyOf(live.values()))
             {
                 try
@@ -376,38 +539,15 @@ public final class IbverbsRegistrar implements Registrar
                 }
             }
         }
-        device.close();
+        for (final DeviceRegistrar device : devices)
+        {
+            device.device().close();
+        }
     }
 
     public String toString()
     {
-        return "IbverbsRegistrar{device=" + deviceName + ", library=" + device.library() + ", maxMrSize=" +
+        return "IbverbsRegistrar{devices=" + deviceNames + ", library=" + library() + ", maxMrSize=" +
             Sizes.format(maxMrSize) + ", pinned=" + Sizes.format(pinned.get()) + ", live=" + live.size() + '}';
-    }
-
-    private MrdException regFailure(final int errno, final long address, final long length, final int access)
-    {
-        final String message = "ibv_reg_mr of " + Sizes.format(length) + " at " + Sizes.hex(address) + " (access " +
-            Sizes.hex(access) + ") on " + deviceName + " failed: " + ErrorCode.describe(errno);
-        if (ErrorCode.ENOMEM.errno() == errno)
-        {
-            return new MrdException(ErrorCode.ENOMEM, message + "; mrd has " + Sizes.format(pinned.get()) +
-                " pinned and " + PinnedBytes.memlockAdvice());
-        }
-        if (ErrorCode.EFAULT.errno() == errno)
-        {
-            return new MrdException(ErrorCode.EFAULT, message + ": part of the range is not mapped");
-        }
-        return new MrdException(ErrorCode.of(errno), message);
-    }
-
-    private static RuntimeException rethrow(final Throwable t)
-    {
-        return IbverbsDevice.rethrow(t);
-    }
-
-    private static int errno()
-    {
-        return IbverbsDevice.errno();
     }
 }

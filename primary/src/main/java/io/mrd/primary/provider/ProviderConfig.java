@@ -1,5 +1,6 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.DeviceDescriptor;
 import io.mrd.layout.sys.Sizes;
 
 import java.nio.file.Path;
@@ -16,11 +17,13 @@ import java.util.Optional;
  *                     kernel's RLIMIT_MEMLOCK applies either way.
  * @param failNth      fail the Nth registration (counting from 1) with an injected ENOMEM, 0 for never.
  * @param latencyNanos added to every registration, to make the provider as slow as a NIC is.
- * @param deviceName   the RDMA device to open ({@code --device}), else the first one libibverbs lists.
+ * @param deviceName   the RDMA devices to open ({@code --device}): a name, a comma-separated list of names, or
+ *                     {@value #ALL_DEVICES}; else the first one libibverbs lists.
  * @param libraryPath  libibverbs to load ({@value #LIBRARY_ENV}), else {@value #DEFAULT_LIBRARY} from the
  *                     loader's search path.
  * @param populateThreads threads that fault in one large range before it is pinned ({@code --populate-threads},
  *                     the registering thread included; 1 populates on that thread only); see {@link PagePopulator}.
+ * @param faultPoint   where a registration on several devices fails, for the tests of its undo; empty for never.
  */
 public record ProviderConfig(
     String name,
@@ -29,7 +32,8 @@ public record ProviderConfig(
     long latencyNanos,
     Optional<String> deviceName,
     Optional<Path> libraryPath,
-    int populateThreads)
+    int populateThreads,
+    Optional<FaultPoint> faultPoint)
 {
     public static final String SOFT = "soft";
     public static final String IBVERBS = "ibverbs";
@@ -37,12 +41,29 @@ public record ProviderConfig(
     public static final String DEFAULT_LIBRARY = "libibverbs.so.1";
     /** The variable that names another libibverbs (a stand-in, for tests), read by the daemon's context. */
     public static final String LIBRARY_ENV = "MRD_IBVERBS_LIBRARY";
+    /** What {@code --device} takes for every device libibverbs lists. */
+    public static final String ALL_DEVICES = "all";
+    /** Devices one daemon opens at most: an ML host's NICs, one per GPU pair; the width of a device mask. */
+    public static final int MAX_DEVICES = DeviceDescriptor.MAX_DEVICES;
 
     public ProviderConfig
     {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(deviceName, "deviceName");
         Objects.requireNonNull(libraryPath, "libraryPath");
+        Objects.requireNonNull(faultPoint, "faultPoint");
+    }
+
+    public ProviderConfig(
+        final String name,
+        final long maxPinned,
+        final int failNth,
+        final long latencyNanos,
+        final Optional<String> deviceName,
+        final Optional<Path> libraryPath,
+        final int populateThreads)
+    {
+        this(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads, Optional.empty());
     }
 
     /**
@@ -63,39 +84,50 @@ public record ProviderConfig(
 
     public ProviderConfig withName(final String name)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            faultPoint);
     }
 
     public ProviderConfig withMaxPinned(final long maxPinned)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            faultPoint);
     }
 
     public ProviderConfig withFailNth(final int failNth)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            faultPoint);
     }
 
     public ProviderConfig withLatencyNanos(final long latencyNanos)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            faultPoint);
     }
 
     public ProviderConfig withDeviceName(final String deviceName)
     {
         return new ProviderConfig(name, maxPinned, failNth, latencyNanos, Optional.ofNullable(deviceName),
-            libraryPath, populateThreads);
+            libraryPath, populateThreads, faultPoint);
     }
 
     public ProviderConfig withLibraryPath(final Path libraryPath)
     {
         return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName,
-            Optional.ofNullable(libraryPath), populateThreads);
+            Optional.ofNullable(libraryPath), populateThreads, faultPoint);
     }
 
     public ProviderConfig withPopulateThreads(final int populateThreads)
     {
-        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads);
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            faultPoint);
+    }
+
+    public ProviderConfig withFaultPoint(final FaultPoint faultPoint)
+    {
+        return new ProviderConfig(name, maxPinned, failNth, latencyNanos, deviceName, libraryPath, populateThreads,
+            Optional.of(faultPoint));
     }
 
     /**
@@ -118,6 +150,7 @@ public record ProviderConfig(
             ", device=" + deviceName.orElse("(first)") +
             ", library=" + (IBVERBS.equals(name) ? library() : "(unused)") +
             ", populateThreads=" + populateThreads +
+            faultPoint.map(point -> ", faultPoint=" + point).orElse("") +
             '}';
     }
 }

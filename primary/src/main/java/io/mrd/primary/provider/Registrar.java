@@ -3,6 +3,7 @@ package io.mrd.primary.provider;
 import io.mrd.layout.Access;
 import io.mrd.layout.MrdException;
 
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -73,6 +74,27 @@ public interface Registrar extends AutoCloseable
     default Optional<SharedDevice> sharedDevice()
     {
         return Optional.empty();
+    }
+
+    /**
+     * @return every device and its protection domain, in device order (device 0 is {@link #sharedDevice()});
+     * empty for a provider without a device.
+     */
+    default List<SharedDevice> sharedDevices()
+    {
+        return sharedDevice().stream().toList();
+    }
+
+    /**
+     * The last moment a registration may be refused: the engine calls it with no lock held after
+     * {@link #register} and before it publishes the keys, and deregisters the registration when it throws. Only
+     * fault injection refuses ({@link FaultPoint.Step#PUBLISH}), so that a test can check the undo of a
+     * registration every device made.
+     *
+     * @throws MrdException the injected failure.
+     */
+    default void beforePublish(final Registration registration)
+    {
     }
 
     /**

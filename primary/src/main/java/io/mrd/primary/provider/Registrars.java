@@ -1,12 +1,13 @@
 package io.mrd.primary.provider;
 
+import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlHeader;
+import io.mrd.layout.DeviceTable;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdException;
 
 import java.util.List;
-import java.util.Optional;
 
 /**
  * Builds the provider {@code --provider} names. Whatever keeps a provider from working (no libibverbs, no
@@ -40,14 +41,21 @@ public final class Registrars
     }
 
     /**
-     * Records in the control file's header the device and PD the provider's MRs belong to (none for a provider
-     * without a device): what a successor imports them by, and what {@code mrd check} holds each MR's device
-     * handle to.
+     * Records in the control file the devices and PDs the provider's MRs belong to (none for a provider without
+     * a device): the count and device 0 in the header, every device in the device table. What a successor
+     * imports them by, and what {@code mrd check} holds each MR's device handle to.
      */
-    public static void recordDevice(final ControlHeader header, final Registrar registrar)
+    public static void recordDevices(final ControlFile controlFile, final Registrar registrar)
     {
-        final Optional<SharedDevice> device = registrar.sharedDevice();
-        header.pdHandle(device.map(SharedDevice::pdHandle).orElse(HeaderDescriptor.NO_PD_HANDLE))
-            .deviceName(device.map(SharedDevice::deviceName).orElse(""));
+        final List<SharedDevice> devices = registrar.sharedDevices();
+        final ControlHeader header = controlFile.header();
+        header.deviceCount(devices.size())
+            .pdHandle(devices.isEmpty() ? HeaderDescriptor.NO_PD_HANDLE : devices.getFirst().pdHandle())
+            .deviceName(devices.isEmpty() ? "" : devices.getFirst().deviceName());
+        final DeviceTable table = new DeviceTable(controlFile.buffer(), controlFile.layout());
+        for (int device = 0; device < devices.size(); device++)
+        {
+            table.device(device, devices.get(device).deviceName(), devices.get(device).pdHandle());
+        }
     }
 }

@@ -130,6 +130,15 @@ public final class SharedDevice
     }
 
     /**
+     * @return the daemon's {@code struct ibv_context *} of the device: what the emulated device's own counts of
+     * a context take ({@code mrdemu_live_objects}), for the tests that hold mrd to them.
+     */
+    public MemorySegment context()
+    {
+        return context;
+    }
+
+    /**
      * @return the context's {@code cmd_fd} (owned by the context: never close it).
      */
     public int commandFd()

@@ -2,6 +2,7 @@ package io.mrd.primary.provider;
 
 import io.mrd.primary.histogram.Histograms;
 
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -61,6 +62,16 @@ public final class TimedRegistrar implements Registrar
     /**
      * Closes the wrapped provider.
      */
+    public List<SharedDevice> sharedDevices()
+    {
+        return registrar.sharedDevices();
+    }
+
+    public void beforePublish(final Registration registration)
+    {
+        registrar.beforePublish(registration);
+    }
+
     public void close()
     {
         registrar.close();

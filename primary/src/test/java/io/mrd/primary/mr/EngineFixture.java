@@ -24,6 +24,7 @@ import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
 import io.mrd.primary.provider.Registration;
+import io.mrd.primary.provider.SharedDevice;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -170,7 +171,7 @@ final class EngineFixture implements AutoCloseable
             memory = new MemoryManager(new MemoryConfig(options.base(), options.segmentSize(), options.lists(),
                 options.segmentsPerList(), dir.resolve("mem"), Optional.empty(), ctl.buffer(), layout));
             soft = Registrars.create(options.provider());
-            Registrars.recordDevice(ctl.header(), soft);
+            Registrars.recordDevices(ctl, soft);
             registrar = new CountingRegistrar(soft);
             engine = new MrEngine(ctl, memory, registrar, counters, errorLog, options.extendToContiguousChunk());
             ctl.header().publishLayoutVersion(HeaderDescriptor.LAYOUT_VERSION);
@@ -691,6 +692,21 @@ final class EngineFixture implements AutoCloseable
         public long pinnedBytes()
         {
             return delegate.pinnedBytes();
+        }
+
+        public Optional<SharedDevice> sharedDevice()
+        {
+            return delegate.sharedDevice();
+        }
+
+        public List<SharedDevice> sharedDevices()
+        {
+            return delegate.sharedDevices();
+        }
+
+        public void beforePublish(final Registration registration)
+        {
+            delegate.beforePublish(registration);
         }
 
         int live()

@@ -5,6 +5,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.sys.Posix;
 import io.mrd.testing.EmulatedDevice;
+import io.mrd.testing.EmulatorSettings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -62,14 +63,10 @@ final class IbverbsRegistrarTest
     private static final int LOCAL_ACCESS = Access.LOCAL | Access.RELAXED_ORDERING;
 
     private static final Linker LINKER = Linker.nativeLinker();
-    /** The emulator's variable for the max_mr_size its devices report and enforce. */
-    private static final String MAX_MR_SIZE_ENV = "MRDEMU_MAX_MR_SIZE";
 
     private static Path emulator;
     /** {@code int mrdemu_live_objects(struct ibv_context *ctx, uint32_t out[4])}: with NULL, this process's. */
     private static MethodHandle liveObjects;
-    private static MethodHandle setenv;
-    private static MethodHandle unsetenv;
 
     @TempDir
     static Path scratch;
@@ -85,11 +82,6 @@ final class IbverbsRegistrarTest
         final SymbolLookup lookup = SymbolLookup.libraryLookup(emulator, Arena.global());
         liveObjects = LINKER.downcallHandle(lookup.find("mrdemu_live_objects").orElseThrow(),
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final SymbolLookup libc = LINKER.defaultLookup();
-        setenv = LINKER.downcallHandle(libc.find("setenv").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-        unsetenv = LINKER.downcallHandle(libc.find("unsetenv").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, ADDRESS));
     }
 
     @BeforeEach
@@ -103,10 +95,7 @@ final class IbverbsRegistrarTest
     {
         registrars.forEach(Registrar::close);
         memory.close();
-        try (Arena arena = Arena.ofConfined())
-        {
-            final int ignored = (int)unsetenv.invokeExact(arena.allocateFrom(EmulatedDevice.DEVICES_ENV));
-        }
+        EmulatorSettings.reset();
         assertEquals(0, contextsOpen(), "devices left open");
     }
 
@@ -210,7 +199,7 @@ final class IbverbsRegistrarTest
     {
         assertEquals(1L << 40, registrar(config()).maxRegionLength(), "the emulator's default max_mr_size, 1 TiB");
 
-        maxMrSize(4 * MIB);
+        EmulatorSettings.maxMrSize(4 * MIB);
         final IbverbsRegistrar ibverbs;
         try
         {
@@ -218,7 +207,7 @@ final class IbverbsRegistrarTest
         }
         finally
         {
-            maxMrSize(0);
+            EmulatorSettings.maxMrSize(0);
         }
         assertEquals(4 * MIB, ibverbs.maxRegionLength(), "what ibv_query_device reported at start");
         final MemorySegment buffer = memory.allocate(8 * MIB, 4096);
@@ -337,7 +326,7 @@ final class IbverbsRegistrarTest
     @Test
     void picksTheDeviceNamedByDevice() throws Throwable
     {
-        devices(3);
+        EmulatorSettings.devices(3);
         assertEquals("mrdemu2", registrar(config().withDeviceName("mrdemu2")).deviceName());
         assertEquals("mrdemu0", registrar(config()).deviceName(), "the first without --device");
     }
@@ -345,7 +334,7 @@ final class IbverbsRegistrarTest
     @Test
     void aMissingDeviceFailsAtStartListingTheDevicesFound() throws Throwable
     {
-        devices(2);
+        EmulatorSettings.devices(2);
         final MrdException ex = assertThrows(MrdException.class,
             () -> new IbverbsRegistrar(config().withDeviceName("nope")));
         assertEquals(ErrorCode.ENODEV, ex.code());
@@ -356,7 +345,7 @@ final class IbverbsRegistrarTest
     @Test
     void noDeviceFailsAtStartWithOneLine() throws Throwable
     {
-        devices(0);
+        EmulatorSettings.devices(0);
         final MrdException ex = assertThrows(MrdException.class, () -> Registrars.create(config()));
         assertEquals(ErrorCode.ENODEV, ex.code());
         assertTrue(ex.getMessage().startsWith(
@@ -457,29 +446,6 @@ final class IbverbsRegistrarTest
     private static ProviderConfig config()
     {
         return ProviderConfig.ibverbs().withLibraryPath(emulator);
-    }
-
-    /** How many devices the emulator lists from now on (it reads the variable on every ibv_get_device_list). */
-    private static void devices(final int count) throws Throwable
-    {
-        try (Arena arena = Arena.ofConfined())
-        {
-            final int rc = (int)setenv.invokeExact(arena.allocateFrom(EmulatedDevice.DEVICES_ENV),
-                arena.allocateFrom(Integer.toString(count)), 1);
-            assertEquals(0, rc, "setenv");
-        }
-    }
-
-    /** The max_mr_size of devices opened from now on (the emulator reads it in ibv_open_device); 0 unsets it. */
-    private static void maxMrSize(final long bytes) throws Throwable
-    {
-        try (Arena arena = Arena.ofConfined())
-        {
-            final MemorySegment name = arena.allocateFrom(MAX_MR_SIZE_ENV);
-            final int rc = 0 == bytes ? (int)unsetenv.invokeExact(name) :
-                (int)setenv.invokeExact(name, arena.allocateFrom(Long.toString(bytes)), 1);
-            assertEquals(0, rc, "setenv");
-        }
     }
 
     /** PDs, MRs, CQs, QPs live on the devices this process has open. */
