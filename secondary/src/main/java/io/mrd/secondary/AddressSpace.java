@@ -4,7 +4,9 @@ import io.mrd.layout.Access;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
 import io.mrd.layout.ErrorCode;
+import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MemsegListRecord;
+import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
 import io.mrd.layout.protocol.Message;
 import io.mrd.layout.sys.Posix;
@@ -152,8 +154,9 @@ final class AddressSpace
             throw ex;
         }
         allocations.put(address, allocated);
-        return new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(allocated), reply.lkey(),
-            reply.rkey(), reply.access(), watch.liveness());
+        return new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(allocated),
+            register ? keysOnEveryDevice(address, reply.lkey(), reply.rkey()) : new long[] {KeyPair.pack(0, 0)},
+            reply.access(), watch.liveness());
     }
 
     /**
@@ -251,7 +254,34 @@ final class AddressSpace
             throw ex;
         }
         return new ExternalMemory(new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(mapped),
-            reply.lkey(), reply.rkey(), reply.access(), watch.liveness()));
+            keysOnEveryDevice(address, reply.lkey(), reply.rkey()), reply.access(), watch.liveness()));
+    }
+
+    /**
+     * The keys of the MR at {@code address} on every device: device 0's from the reply, the others' from the
+     * global cache, which holds the MR once the reply comes (and for as long as this memory is allocated).
+     *
+     * @throws MrdException EPROTO when the global cache does not hold the MR the reply named.
+     */
+    private long[] keysOnEveryDevice(final long address, final int lkey, final int rkey)
+    {
+        final long[] keys = new long[Devices.count(controlFile)];
+        keys[0] = KeyPair.pack(lkey, rkey);
+        if (keys.length > 1)
+        {
+            final GlobalCacheReader reader = new GlobalCacheReader(controlFile);
+            final MrEntry entry = new MrEntry();
+            for (int device = 1; device < keys.length; device++)
+            {
+                if (!reader.lookup(address, entry, device))
+                {
+                    throw new MrdException(ErrorCode.EPROTO, "the daemon registered 0x" + Long.toHexString(address) +
+                        " but its global cache has no MR there to read device " + device + "'s keys from");
+                }
+                keys[device] = KeyPair.pack(entry.lkey, entry.rkey);
+            }
+        }
+        return keys;
     }
 
     /**

@@ -11,7 +11,9 @@ import io.mrd.layout.protocol.Message;
  * The {@link MrSource} of one of a client's caches: the client's watch for liveness (it tracks and invalidates
  * the caches), the control file for {@code devGen} (its address in the read-only mapping, valid until the
  * client closes, which the watch learns first) and the global cache (through a reader of its own: readers are
- * single-threaded), and the client's connection for {@code CREATE_MR}.
+ * single-threaded), and the client's connection for {@code CREATE_MR}. Its entries hold the keys of one device:
+ * device 0's as the global cache has them, another's from the MR key table ({@link GlobalCacheReader#lookup(long,
+ * MrEntry, int)}).
  */
 final class DaemonMrSource implements MrSource
 {
@@ -19,10 +21,12 @@ final class DaemonMrSource implements MrSource
     private final long devGenAddress;
     private final GlobalCacheReader reader;
     private final DaemonLink connection;
+    private final int device;
 
     DaemonMrSource(
-        final DaemonWatch watch, final GlobalCacheReader reader, final DaemonLink connection)
+        final DaemonWatch watch, final GlobalCacheReader reader, final DaemonLink connection, final int device)
     {
+        this.device = device;
         this.watch = watch;
         this.devGenAddress = reader.controlFile().buffer().addressOffset() + HeaderDescriptor.DEV_GEN_OFFSET;
         this.reader = reader;
@@ -54,7 +58,7 @@ final class DaemonMrSource implements MrSource
         final long epoch = watch.epoch();
         try
         {
-            return reader.lookup(address, out);
+            return reader.lookup(address, out, device);
         }
         catch (final MrdException ex)
         {
@@ -66,7 +70,7 @@ final class DaemonMrSource implements MrSource
             {
                 throw ex;
             }
-            return reader.lookup(address, out);
+            return reader.lookup(address, out, device);
         }
     }
 
@@ -77,6 +81,17 @@ final class DaemonMrSource implements MrSource
         {
             throw new MrdException(ErrorCode.EPROTO, "the daemon answered CREATE_MR with " + reply);
         }
-        out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
+        if (0 == device)
+        {
+            out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
+            return;
+        }
+        // The reply carries device 0's keys; the MR is in the global cache once it comes, with the other
+        // devices' keys in its row of the key table.
+        if (!lookupGlobal(address, out))
+        {
+            throw new MrdException(ErrorCode.EAGAIN, "the MR created for 0x" + Long.toHexString(address) +
+                " was gone before its keys on device " + device + " were read (its memory was freed): look again");
+        }
     }
 }

@@ -72,8 +72,7 @@ public final class MrdClient implements AutoCloseable
     private final DaemonLink connection;
     private final AddressSpace space;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final Object verbsLock = new Object();
-    private Verbs verbs;
+    private final ImportedDevices devices;
     private int clientId;
 
     private MrdClient(
@@ -88,6 +87,7 @@ public final class MrdClient implements AutoCloseable
         this.watch = watch;
         this.connection = new DaemonLink(open(socket), watch);
         this.space = new AddressSpace(controlFile, reservations, connection, watch);
+        this.devices = new ImportedDevices(context.ibverbsLibrary(), controlFile, watch, connection);
     }
 
     /**
@@ -430,48 +430,71 @@ public final class MrdClient implements AutoCloseable
     }
 
     /**
-     * @return a new per-queue cache; use each from one thread at a time.
+     * @return a new per-queue cache of device 0's keys; use each from one thread at a time.
      */
     public MrCache newCache()
     {
-        watch.requireAliveAsLastSeen();
-        return new MrCache(new DaemonMrSource(watch, new GlobalCacheReader(controlFile), connection));
+        return newCache(0);
     }
 
     /**
-     * Imports the daemon's RDMA device and protection domain into this process, on first use
-     * ({@code IMPORT_PD}: the daemon's command fd by {@code SCM_RIGHTS}, {@code ibv_import_device},
-     * {@code ibv_import_pd}), with {@link ClientContext#ibverbsLibrary()}. Queue pairs created there post with
-     * the lkeys this client's caches return; each queue is reported to the daemon, which destroys it if this
-     * process dies first. Closed by {@link #close()}.
+     * A cache of one device's keys: its entries hold the keys of MRs on device {@code device}, so the hit path
+     * is the same for every device. A queue pair on device k posts with keys from a cache of device k, never
+     * another's: a real HCA may issue equal keys on two devices, and a mixed-up key would go unnoticed.
      *
-     * @throws MrdException EOPNOTSUPP when the daemon runs {@code --provider soft}; ENOENT/ENOSYS when the
-     *                      library is missing or older than rdma-core 32; the import's errno.
+     * @param device a device number, 0 to {@link #deviceCount()} - 1 (its place in the daemon's {@code --device}).
+     * @return a new per-queue cache; use each from one thread at a time.
+     * @throws MrdException EINVAL for a device the daemon does not register on, naming its devices.
+     */
+    public MrCache newCache(final int device)
+    {
+        watch.requireAliveAsLastSeen();
+        Devices.check(controlFile, device);
+        return new MrCache(new DaemonMrSource(watch, new GlobalCacheReader(controlFile), connection, device));
+    }
+
+    /**
+     * @return the devices the daemon registers every MR on (1 for a daemon without a device, whose keys are
+     * device 0's).
+     */
+    public int deviceCount()
+    {
+        return Devices.count(controlFile);
+    }
+
+    /**
+     * @return the name of device {@code device} ({@code ibv_get_device_name}), empty without a device.
+     * @throws MrdException EINVAL for a device the daemon does not register on.
+     */
+    public String deviceName(final int device)
+    {
+        Devices.check(controlFile, device);
+        return Devices.name(controlFile, device);
+    }
+
+    /**
+     * @return device 0's {@link #verbs(int)}.
      */
     public Verbs verbs()
     {
-        synchronized (verbsLock)
-        {
-            watch.requireAliveAsLastSeen();
-            if (null == verbs)
-            {
-                final DaemonConnection.Answer answer = connection.callForFd(new Message.ImportPd());
-                if (!(answer.reply() instanceof Message.PdImported imported))
-                {
-                    Posix.close(answer.fd());
-                    throw new MrdException(ErrorCode.EPROTO, "the daemon answered IMPORT_PD with " + answer.reply());
-                }
-                verbs = Verbs.importDevice(context.ibverbsLibrary(), answer.fd(), imported.pdHandle(),
-                    imported.device(), (operation, kind, handle) ->
-                    {
-                        watch.requireAliveAsLastSeen();
-                        connection.call(new Message.Queues(operation, kind, handle));
-                    }, watch.liveness());
-                LOG.debug("imported {} (PD handle {}) from {}", imported.device(), imported.pdHandle(),
-                    watch.daemon());
-            }
-            return verbs;
-        }
+        return verbs(0);
+    }
+
+    /**
+     * Imports the daemon's RDMA device {@code device} and its protection domain into this process, on first use
+     * ({@code IMPORT_PD}: the daemon's command fd of that device by {@code SCM_RIGHTS}, {@code ibv_import_device},
+     * {@code ibv_import_pd}), with {@link ClientContext#ibverbsLibrary()}. Queue pairs created there post with
+     * the keys of {@link #newCache(int) newCache(device)}, and of {@code keys(device)} of registered memory;
+     * each queue is reported to the daemon, which destroys it if this process dies first. Closed by
+     * {@link #close()}.
+     *
+     * @throws MrdException EOPNOTSUPP when the daemon runs {@code --provider soft}; EINVAL for a device the daemon
+     *                      does not register on; ENOENT/ENOSYS when the library is missing or older than
+     *                      rdma-core 32; the import's errno.
+     */
+    public Verbs verbs(final int device)
+    {
+        return devices.verbs(device);
     }
 
     /**
@@ -485,14 +508,8 @@ public final class MrdClient implements AutoCloseable
         {
             return;
         }
-        synchronized (verbsLock)
-        {
-            // before the connection: the daemon hears of each queue's end, and nothing posts to them any more
-            if (null != verbs)
-            {
-                verbs.close();
-            }
-        }
+        // before the connection: the daemon hears of each queue's end, and nothing posts to them any more
+        devices.close();
         final MrdException reason = watch.close();
         connection.close(reason);
         space.close();

@@ -22,15 +22,18 @@ public final class RegisteredMemory
     private final MemorySegment segment;
     private final int lkey;
     private final int rkey;
+    /** {@link KeyPair}s by device number; device 0's are {@link #lkey} and {@link #rkey}. */
+    private final long[] keyPairs;
     private final int access;
     private final DaemonLiveness liveness;
 
     RegisteredMemory(
-        final MemorySegment segment, final int lkey, final int rkey, final int access, final DaemonLiveness liveness)
+        final MemorySegment segment, final long[] keyPairs, final int access, final DaemonLiveness liveness)
     {
         this.segment = segment;
-        this.lkey = lkey;
-        this.rkey = rkey;
+        this.lkey = KeyPair.lkey(keyPairs[0]);
+        this.rkey = KeyPair.rkey(keyPairs[0]);
+        this.keyPairs = keyPairs.clone();
         this.access = access;
         this.liveness = liveness;
     }
@@ -71,6 +74,25 @@ public final class RegisteredMemory
         return KeyPair.pack(lkey, rkey);
     }
 
+    /**
+     * @param device a device number, 0 to {@link #deviceCount()} - 1.
+     * @return its MR's keys on that device, packed as {@link KeyPair#pack}: what a queue pair of that device
+     * posts with.
+     * @throws DaemonDeadException once the daemon is lost.
+     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     */
+    public long keys(final int device)
+    {
+        liveness.requireAlive();
+        return keyPairs[device];
+    }
+
+    /** @return the devices its MR is registered on: the daemon's. */
+    public int deviceCount()
+    {
+        return keyPairs.length;
+    }
+
     /** @return the {@link Access} flags of its MR (local write included). */
     public int access()
     {
@@ -81,6 +103,7 @@ public final class RegisteredMemory
     public String toString()
     {
         return "RegisteredMemory[" + segment + ", lkey 0x" + Integer.toHexString(lkey) + ", rkey 0x" +
-            Integer.toHexString(rkey) + ", " + Access.describe(access) + "]";
+            Integer.toHexString(rkey) + (keyPairs.length > 1 ? " (device 0 of " + keyPairs.length + ")" : "") + ", " +
+            Access.describe(access) + "]";
     }
 }

@@ -35,6 +35,7 @@ public final class GlobalCacheReader
     private final ControlFileLayout layout;
     private final MrChunks chunks;
     private final MrEntry scratch = new MrEntry();
+    private final DeviceTable devices;
     private final int cacheOffset;
     private final int cacheCapacity;
 
@@ -48,6 +49,7 @@ public final class GlobalCacheReader
         this.cacheOffset = layout.cacheOffset();
         this.cacheCapacity = layout.cacheCapacity();
         this.chunks = new MrChunks(controlFile);
+        this.devices = new DeviceTable(buffer, layout);
     }
 
     public ControlFile controlFile()
@@ -118,6 +120,45 @@ public final class GlobalCacheReader
         }
         out.set(start, end, lkey, rkey, access, mr);
         return FOUND;
+    }
+
+    /**
+     * Looks {@code address} up with its keys on device {@code device} ({@link DeviceDescriptor}): the entry as
+     * {@link #lookup} finds it, with the lkey and rkey of its MR's row in the MR key table, read in the same read
+     * section. Device 0 is {@link #lookup} itself.
+     *
+     * @param device a device number below {@link DeviceTable#count()} (the caller checks it).
+     * @return true when found, false when the address is in no registered chunk.
+     * @throws MrdException EBUSY as {@link #lookup}.
+     */
+    public boolean lookup(final long address, final MrEntry out, final int device)
+    {
+        if (0 == device)
+        {
+            return lookup(address, out);
+        }
+        long firstFailureNs = 0;
+        for (int attempt = 0; ; attempt++)
+        {
+            final long seq = seqLock.tryBeginRead();
+            if (seq != SeqLock.WRITE_IN_PROGRESS)
+            {
+                final boolean found = header.cacheOverflow() ? chunks.scan(address, scratch) : searchCache(address);
+                // Clamped: a torn entry must not send the read past the table.
+                final int mr = Math.max(0, Math.min(scratch.mr, layout.mrCapacity() - 1));
+                final int lkey = found ? devices.lkey(mr, device) : 0;
+                final int rkey = found ? devices.rkey(mr, device) : 0;
+                if (seqLock.validate(seq))
+                {
+                    if (found)
+                    {
+                        out.set(scratch.start, scratch.end, lkey, rkey, scratch.access, scratch.mr);
+                    }
+                    return found;
+                }
+            }
+            firstFailureNs = backOff(attempt, firstFailureNs);
+        }
     }
 
     private boolean lookupRetrying(final long address, final MrEntry out)

@@ -188,7 +188,7 @@ final class ClientSession extends ChannelInboundHandlerAdapter
                 "client " + peer.clientId() + " already");
             case Message.RegExternal reg -> fd.request(correlationId, reg);
             case Message.Stop stop -> stop(correlationId, startNs, stop.handover());
-            case Message.ImportPd importPd -> pdImport.answer(correlationId);
+            case Message.ImportPd importPd -> pdImport.answer(correlationId, importPd.device());
             case Message.Request request ->
             {
                 final Message.MrCreated cached = request instanceof Message.CreateMr create &&

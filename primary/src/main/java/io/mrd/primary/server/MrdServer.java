@@ -110,7 +110,7 @@ public final class MrdServer implements AutoCloseable
         this.failures = new FailureLog(errorLog);
         this.clients = new ClientTable(controlFile, counters.get(MrdCounter.CLIENTS_CONNECTED));
         this.external = external;
-        this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevice());
+        this.handler = new RequestHandler(engine, external, registrar.name(), registrar.sharedDevices());
         this.refusals = new RefusalLog(LOG::warn, () -> System.nanoTime() / 1_000_000, 10);
         this.onStop = onStop;
         this.onHandover = onHandover;

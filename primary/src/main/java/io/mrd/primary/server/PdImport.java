@@ -79,7 +79,7 @@ final class PdImport
     /**
      * Answers an IMPORT_PD, on the event loop.
      */
-    void answer(final long correlationId)
+    void answer(final long correlationId, final int deviceNumber)
     {
         if (queue.size() >= MAX_WAITING)
         {
@@ -92,7 +92,7 @@ final class PdImport
         final int fd;
         try
         {
-            device = handler.sharedDevice("IMPORT_PD");
+            device = handler.sharedDevice("IMPORT_PD", deviceNumber);
             fd = device.duplicateCommandFd();
         }
         catch (final MrdException ex)

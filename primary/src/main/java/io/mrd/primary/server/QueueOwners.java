@@ -37,11 +37,12 @@ final class QueueOwners
      * @param kind   {@link Message.Queues#CQ} or {@link Message.Queues#QP}.
      * @param handle {@code ibv_cq.handle} or {@code ibv_qp.handle}.
      */
-    record Queue(int kind, int handle)
+    record Queue(int kind, int handle, int device)
     {
         String describe()
         {
-            return (kind == Message.Queues.CQ ? "CQ" : "QP") + " handle " + Integer.toUnsignedString(handle);
+            return (kind == Message.Queues.CQ ? "CQ" : "QP") + " handle " + Integer.toUnsignedString(handle) +
+                (0 == device ? "" : " of device " + device);
         }
     }
 
@@ -62,7 +63,7 @@ final class QueueOwners
             throw new MrdException(ErrorCode.EINVAL, "QUEUES kind " + kind + " is unknown: send " +
                 Message.Queues.CQ + " for a completion queue or " + Message.Queues.QP + " for a queue pair");
         }
-        final Queue queue = new Queue(kind, request.handle());
+        final Queue queue = new Queue(kind, request.handle(), request.device());
         switch (request.operation())
         {
             case Message.Queues.ADD -> add(clientId, queue);

@@ -18,7 +18,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -36,29 +35,42 @@ final class RequestHandler
     private final MrEngine engine;
     private final ExternalRegistrations external;
     private final String provider;
-    private final Optional<SharedDevice> device;
+    /** The devices secondaries import, by device number; empty for a provider without one. */
+    private final List<SharedDevice> devices;
     private final QueueOwners queues = new QueueOwners();
     /** The log says once per daemon that gone clients' queues cannot be destroyed. */
     private final AtomicBoolean toldQueuesOutlive = new AtomicBoolean();
 
     RequestHandler(
         final MrEngine engine, final ExternalRegistrations external, final String provider,
-        final Optional<SharedDevice> device)
+        final List<SharedDevice> devices)
     {
         this.engine = engine;
         this.external = external;
         this.provider = provider;
-        this.device = device;
+        this.devices = List.copyOf(devices);
     }
 
     /**
-     * @return the device secondaries import, or EOPNOTSUPP naming the provider that has one.
+     * @return device {@code number} as secondaries import it.
+     * @throws MrdException EOPNOTSUPP naming the provider that has one, for a daemon without a device; EINVAL for
+     *                      a number that is not one of its devices.
      */
-    SharedDevice sharedDevice(final String request)
+    SharedDevice sharedDevice(final String request, final int number)
     {
-        return device.orElseThrow(() -> new MrdException(ErrorCode.EOPNOTSUPP, request + " needs the daemon's " +
-            "RDMA device, and this daemon runs --provider " + provider + ", which has none: start it with " +
-            "--provider ibverbs (on a host without an RDMA NIC, on " + EmulatedDeviceAdvice.EMULATED_DEVICE + ")"));
+        if (devices.isEmpty())
+        {
+            throw new MrdException(ErrorCode.EOPNOTSUPP, request + " needs the daemon's RDMA device, and this " +
+                "daemon runs --provider " + provider + ", which has none: start it with --provider ibverbs (on a " +
+                "host without an RDMA NIC, on " + EmulatedDeviceAdvice.EMULATED_DEVICE + ")");
+        }
+        if (number < 0 || number >= devices.size())
+        {
+            throw new MrdException(ErrorCode.EINVAL, request + " names device " + number + ", and the daemon has " +
+                devices.size() + " (" + String.join(", ", devices.stream().map(SharedDevice::deviceName).toList()) +
+                "): name one of 0 to " + (devices.size() - 1));
+        }
+        return devices.get(number);
     }
 
     /**
@@ -90,7 +102,7 @@ final class RequestHandler
             }
             case Message.Queues m ->
             {
-                final SharedDevice shared = sharedDevice("QUEUES");
+                final SharedDevice shared = sharedDevice("QUEUES", m.device());
                 // After the request's own checks (QueueOwners names a wrong kind or operation first).
                 if (m.operation() == Message.Queues.ADD &&
                     (m.kind() == Message.Queues.CQ || m.kind() == Message.Queues.QP))
@@ -246,16 +258,16 @@ final class RequestHandler
     private String destroyQueues(final int clientId, final int clientPid)
     {
         final List<QueueOwners.Queue> left = queues.release(clientId);
-        if (left.isEmpty() || device.isEmpty())
+        if (left.isEmpty() || devices.isEmpty())
         {
             return "";
         }
-        final SharedDevice shared = device.get();
-        if (!shared.destroysByHandle())
+        // Destroying by handle is the library's (the emulated device's) or no device's.
+        if (!devices.getFirst().destroysByHandle())
         {
             if (toldQueuesOutlive.compareAndSet(false, true))
             {
-                LOG.warn("{}", shared.whyQueuesOutliveTheirClient().orElseThrow());
+                LOG.warn("{}", devices.getFirst().whyQueuesOutliveTheirClient().orElseThrow());
             }
             return "; " + left.size() + " queue" + (left.size() == 1 ? "" : "s") + " left live in the device";
         }
@@ -264,6 +276,8 @@ final class RequestHandler
         {
             try
             {
+                // A reported device number was checked when the queue was added.
+                final SharedDevice shared = devices.get(queue.device());
                 // Again now: an index the client reported may since name another process's queue.
                 shared.requireCreatedBy(queue.kind(), queue.handle(), clientPid);
                 shared.destroyQueue(queue.kind(), queue.handle());

@@ -98,6 +98,15 @@ public final class MrdByteBuf extends UnpooledDirectByteBuf
         return memory().keyPair();
     }
 
+    /**
+     * @return the memory's keys on device {@code device}, packed as {@link io.mrd.secondary.KeyPair#pack}.
+     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     */
+    public long keys(final int device)
+    {
+        return memory().keys(device);
+    }
+
     /** @return the address of index 0. */
     public long address()
     {

@@ -87,6 +87,20 @@ public final class PooledBuffer
         return KeyPair.pack(memory.lkey(), memory.rkey());
     }
 
+    /**
+     * @param device a device number of the daemon ({@code MrdClient.deviceCount()}).
+     * @return the slab's keys on that device, packed as {@link KeyPair#pack}: what a queue pair of that device
+     * posts with.
+     * @throws io.mrd.secondary.DaemonDeadException once the daemon is lost ({@link DaemonLiveness}).
+     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     */
+    public long keys(final int device)
+    {
+        check("keys");
+        slot.slab.pool.liveness.requireAlive();
+        return slot.slab.memory.keys(device);
+    }
+
     /** @return the buffer as a segment of {@link #capacity()} bytes; it must not be used after the release. */
     public MemorySegment segment()
     {

@@ -46,7 +46,12 @@ public interface SlabSource
             public SlabMemory allocate(final long length, final int access)
             {
                 final RegisteredMemory memory = client.allocateRegistered(length, access);
-                return new SlabMemory(memory.segment(), memory.lkey(), memory.rkey());
+                final long[] keys = new long[memory.deviceCount()];
+                for (int device = 0; device < keys.length; device++)
+                {
+                    keys[device] = memory.keys(device);
+                }
+                return new SlabMemory(memory.segment(), memory.lkey(), memory.rkey(), keys);
             }
 
             public void free(final SlabMemory memory)

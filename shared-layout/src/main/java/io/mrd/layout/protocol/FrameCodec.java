@@ -81,15 +81,14 @@ public final class FrameCodec
             case Message.Stop m ->
             {
             }
-            case Message.ImportPd m ->
-            {
-            }
+            case Message.ImportPd m -> at = putInt(buffer, at, m.device());
             case Message.Queues m ->
             {
                 buffer.putInt(at, m.operation(), ORDER);
                 buffer.putInt(at + SIZE_OF_INT, m.kind(), ORDER);
                 buffer.putInt(at + 2 * SIZE_OF_INT, m.handle(), ORDER);
-                at += 3 * SIZE_OF_INT;
+                buffer.putInt(at + 3 * SIZE_OF_INT, m.device(), ORDER);
+                at += 4 * SIZE_OF_INT;
             }
             case Message.Reply r -> at = encodeReply(buffer, at, r);
         }
@@ -188,8 +187,8 @@ public final class FrameCodec
             case REG_EXTERNAL -> new Message.RegExternal(c.i64(), c.i32());
             case DEREG_EXTERNAL -> new Message.DeregExternal(c.i64());
             case STOP -> new Message.Stop(0 != (c.flags & FLAG_HANDOVER));
-            case IMPORT_PD -> new Message.ImportPd();
-            case QUEUES -> new Message.Queues(c.i32(), c.i32(), c.i32());
+            case IMPORT_PD -> new Message.ImportPd(c.i32());
+            case QUEUES -> new Message.Queues(c.i32(), c.i32(), c.i32(), c.i32());
             case SEND_FD, ERROR -> throw protocol("unknown request type " + c.rawType);
         };
         c.end();

@@ -79,9 +79,10 @@ public final class FrameDescriptor
     /**
      * Version of the protocol; HELLO carries it and the primary refuses another. Version 2 carries access: ALLOC's
      * {@code flags} became its access, REG_EXTERNAL gained one, and the replies to CREATE_MR, ALLOC and
-     * REG_EXTERNAL carry the access (and the first and last the rkey).
+     * REG_EXTERNAL carry the access (and the first and last the rkey). Version 3 names a device: IMPORT_PD
+     * carries the device number, QUEUES the device of the queue.
      */
-    public static final int PROTOCOL_VERSION = 2;
+    public static final int PROTOCOL_VERSION = 3;
 
     private FrameDescriptor()
     {

@@ -115,11 +115,18 @@ public sealed interface Message
     }
 
     /**
-     * {@code IMPORT_PD}: the daemon's protection domain, to import with {@code ibv_import_device} and
-     * {@code ibv_import_pd} (an ibverbs provider only).
+     * {@code IMPORT_PD(device)}: the protection domain of the daemon's device {@code device} (its place in
+     * {@code --device}, 0 first), to import with {@code ibv_import_device} and {@code ibv_import_pd} (an ibverbs
+     * provider only).
      */
-    record ImportPd() implements Request
+    record ImportPd(int device) implements Request
     {
+        /** Device 0's. */
+        public ImportPd()
+        {
+            this(0);
+        }
+
         public MessageType type()
         {
             return MessageType.IMPORT_PD;
@@ -127,13 +134,19 @@ public sealed interface Message
     }
 
     /**
-     * {@code QUEUES(operation, kind, handle)}: this client created ({@link #ADD}) or destroyed ({@link #REMOVE})
-     * the completion queue ({@link #CQ}) or queue pair ({@link #QP}) with this {@code ibv_cq.handle} or
-     * {@code ibv_qp.handle} in the imported device. The daemon destroys what was added and not removed when the
-     * client's connection ends.
+     * {@code QUEUES(operation, kind, handle, device)}: this client created ({@link #ADD}) or destroyed
+     * ({@link #REMOVE}) the completion queue ({@link #CQ}) or queue pair ({@link #QP}) with this
+     * {@code ibv_cq.handle} or {@code ibv_qp.handle} in the imported device {@code device}. The daemon destroys
+     * what was added and not removed when the client's connection ends.
      */
-    record Queues(int operation, int kind, int handle) implements Request
+    record Queues(int operation, int kind, int handle, int device) implements Request
     {
+        /** A queue of device 0. */
+        public Queues(final int operation, final int kind, final int handle)
+        {
+            this(operation, kind, handle, 0);
+        }
+
         /** Operation: the queue was created. */
         public static final int ADD = 1;
         /** Operation: the queue was destroyed by its creator. */
