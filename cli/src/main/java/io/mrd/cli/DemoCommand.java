@@ -47,11 +47,12 @@ import java.util.stream.Stream;
             "and 'mrd stat', stops the daemon and removes the directory. Exit 0 when every step worked; otherwise " +
             "1 with the step that failed and why.",
         "Then, when an RDMA device library is there (MRD_IBVERBS_LIBRARY, else the emulated device " +
-            "emulator/target/libmrdemu.so, which scripts/mrd demo builds), a daemon with --provider ibverbs and two " +
+            "emulator/target/libmrdemu.so, which scripts/mrd demo builds), a daemon with --provider ibverbs and " +
             "'mrd worker --rdma-peer' processes that RDMA-write into each other's buffers with mrd's keys; on a host " +
-            "without an RDMA NIC this runs on the emulated device. That step fails unless data moved, no byte was " +
-            "wrong, no live key was refused and every stale key was; without gcc or the verbs header it is skipped " +
-            "with one line saying why."
+            "without an RDMA NIC this runs on the emulated device, offering two devices (--device all: every MR has " +
+            "keys on both) with a pair of workers on each. That step fails unless data moved, no byte was wrong, no " +
+            "live key was refused and every stale key was; without gcc or the verbs header it is skipped with one " +
+            "line saying why. Last, a daemon on one device is killed with -9 and a successor adopts its MRs."
     },
     footer = {"", "Example:", "  scripts/mrd demo"})
 public final class DemoCommand implements Callable<Integer>
@@ -197,43 +198,42 @@ public final class DemoCommand implements Callable<Integer>
             progress("the daemon killed and adopted: skipped, as the RDMA step (adoption keeps a device's MRs)");
             return;
         }
-        progress("two workers RDMA-write into each other's buffers (" + library + ")");
+        // The emulated device offers two devices here, so that every MR has keys on both and each pair of
+        // workers runs on its own; a real library's host has the devices it has, and the pairs use the first.
+        final boolean emulated = library.equals(emulator.toString());
+        final int devices = emulated ? 2 : 1;
+        progress((2 * devices) + " workers RDMA-write into each other's buffers, a pair on each of " + devices +
+            " device" + (devices == 1 ? "" : "s") + " (" + library + ")");
         final Path rdmaDir = Files.createTempDirectory("mrd-demo-rdma-");
-        final Map<String, String> env = Map.of("MRD_IBVERBS_LIBRARY", library);
+        final Map<String, String> env = emulated ? Map.of("MRD_IBVERBS_LIBRARY", library, "MRDEMU_DEVICES", "2") :
+            Map.of("MRD_IBVERBS_LIBRARY", library);
         boolean started = false;
         try
         {
-            final ProcessBuilder daemon = new ProcessBuilder(MrdLauncher.command(false, List.of("start", "--dir",
-                rdmaDir.toString(), "--provider", "ibverbs", "--max-memory", "256MiB", "--list-size", "128MiB")))
-                .redirectErrorStream(true).redirectOutput(rdmaDir.resolve("start.log").toFile());
-            daemon.environment().putAll(env);
-            final Process start = daemon.start();
-            if (!start.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS) || start.exitValue() != 0)
-            {
-                start.destroyForcibly();
-                throw new MrdException(ErrorCode.EIO, "'mrd start --provider ibverbs' failed: " +
-                    String.join(" ", Files.readAllLines(rdmaDir.resolve("start.log"))));
-            }
+            startIbverbsDaemon(rdmaDir, env, emulated ? List.of("--device", "all") : List.of(), "start.log",
+                "'mrd start --provider ibverbs' failed");
             started = true;
             final Path exchange = Files.createDirectories(rdmaDir.resolve("exchange"));
             final List<Worker> workers = new ArrayList<>();
-            for (final String[] pair : new String[][]{{"rdma-a", "rdma-b"}, {"rdma-b", "rdma-a"}})
+            final String[][] pairs = {{"rdma-a", "rdma-b", "0"}, {"rdma-b", "rdma-a", "0"}, {"rdma-c", "rdma-d", "1"},
+                {"rdma-d", "rdma-c", "1"}};
+            for (final String[] pair : List.of(pairs).subList(0, 2 * devices))
             {
                 workers.add(Worker.start(rdmaDir, pair[0], List.of("--alloc", "2MiB", "--rdma-peer", pair[1],
-                    "--rdma-seconds", Long.toString(RDMA_SECONDS), "--rdma-exchange", exchange.toString()), env));
+                    "--rdma-device", pair[2], "--rdma-seconds", Long.toString(RDMA_SECONDS), "--rdma-exchange",
+                    exchange.toString()), env));
             }
-            out.printf("      %-8s %10s %14s %10s %16s %17s %16s%n", "worker", "rdmaOps", "bytesVerified", "wrongBytes",
-                "protectionErrors", "staleKeyRefusals", "unboundTransfers");
+            out.printf("      %-8s %-8s %10s %14s %10s %16s %17s %16s%n", "worker", "device", "rdmaOps",
+                "bytesVerified", "wrongBytes", "protectionErrors", "staleKeyRefusals", "unboundTransfers");
             for (final Worker worker : workers)
             {
                 final JsonNode r = worker.await();
-                out.printf("      %-8s %10d %14d %10d %16d %11d of %-3d %16d%n", worker.name,
-                    r.path("rdmaOps").asLong(), r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
+                out.printf("      %-8s %-8s %10d %14d %10d %16d %11d of %-3d %16d%n", worker.name,
+                    r.path("device").asText(), r.path("rdmaOps").asLong(), r.path("bytesVerified").asLong(), r.path("wrongBytes").asLong(),
                     r.path("protectionErrors").asLong(), r.path("staleKeyRefusals").asLong(),
                     r.path("staleKeyRequests").asLong(), r.path("unboundTransfers").asLong());
                 requireCorrectRdma(worker.name, r);
             }
-            adoptionStep(rdmaDir, library);
         }
         finally
         {
@@ -246,15 +246,61 @@ public final class DemoCommand implements Callable<Integer>
                 deleteTree(rdmaDir);
             }
         }
+        adoptionStep(library);
+    }
+
+    /**
+     * {@code mrd start --provider ibverbs} in {@code dir} with {@code deviceArgs}, its output in {@code logName}.
+     *
+     * @throws MrdException EIO saying {@code failure} and the output when it does not start.
+     */
+    private static void startIbverbsDaemon(final Path dir, final Map<String, String> env,
+        final List<String> deviceArgs, final String logName, final String failure)
+        throws IOException, InterruptedException
+    {
+        final List<String> args = new ArrayList<>(List.of("start", "--dir", dir.toString(), "--provider", "ibverbs",
+            "--max-memory", "256MiB", "--list-size", "128MiB"));
+        args.addAll(deviceArgs);
+        final ProcessBuilder daemon = new ProcessBuilder(MrdLauncher.command(false, args))
+            .redirectErrorStream(true).redirectOutput(dir.resolve(logName).toFile());
+        daemon.environment().putAll(env);
+        final Process start = daemon.start();
+        if (!start.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS) || start.exitValue() != 0)
+        {
+            start.destroyForcibly();
+            throw new MrdException(ErrorCode.EIO, failure + ": " + String.join(" ",
+                Files.readAllLines(dir.resolve(logName))));
+        }
     }
 
     /**
      * The daemon killed with -9 under a client that rides through the gap, and a successor started in its
      * directory: the client's key stays the same through it, and the successor registered nothing again.
      */
-    private void adoptionStep(final Path rdmaDir, final String library) throws IOException, InterruptedException
+    private void adoptionStep(final String library) throws IOException, InterruptedException
     {
-        progress("the daemon killed with -9 and a successor adopting its MRs (docs/adoption.md)");
+        // A daemon of its own, on one device: a daemon of several devices is not adopted (docs/multi-device.md).
+        progress("a daemon on one device killed with -9 and a successor adopting its MRs (docs/adoption.md)");
+        final Path rdmaDir = Files.createTempDirectory("mrd-demo-adopt-");
+        final Map<String, String> env = Map.of("MRD_IBVERBS_LIBRARY", library);
+        startIbverbsDaemon(rdmaDir, env, List.of(), "start.log", "'mrd start --provider ibverbs' failed");
+        try
+        {
+            adoptAfterAKill(rdmaDir, library, env);
+        }
+        finally
+        {
+            Mrd.execute("stop", "--dir", rdmaDir.toString());
+            if (!keep)
+            {
+                deleteTree(rdmaDir);
+            }
+        }
+    }
+
+    private void adoptAfterAKill(final Path rdmaDir, final String library, final Map<String, String> env)
+        throws IOException, InterruptedException
+    {
         final CompletableFuture<Long> adopted = new CompletableFuture<>();
         try (MrdClient client = MrdClient.attach(new ClientContext().dir(rdmaDir).name("demo-gap")
             .ibverbsLibrary(library).adoptionWaitMs(WORKER_TIMEOUT_S * 1000).daemonEventListener(
@@ -279,17 +325,7 @@ public final class DemoCommand implements Callable<Integer>
             ProcessHandle.of(pid).ifPresent(ProcessHandle::destroyForcibly);
             out.printf("      killed daemon pid %d; in the gap the client's lkey for 0x%x is still 0x%x%n", pid,
                 held.address(), lookupInGap(cache, held, pid));
-            final ProcessBuilder successor = new ProcessBuilder(MrdLauncher.command(false, List.of("start", "--dir",
-                rdmaDir.toString(), "--provider", "ibverbs", "--max-memory", "256MiB", "--list-size", "128MiB")))
-                .redirectErrorStream(true).redirectOutput(rdmaDir.resolve("successor.log").toFile());
-            successor.environment().put("MRD_IBVERBS_LIBRARY", library);
-            final Process start = successor.start();
-            if (!start.waitFor(WORKER_TIMEOUT_S, TimeUnit.SECONDS) || start.exitValue() != 0)
-            {
-                start.destroyForcibly();
-                throw new MrdException(ErrorCode.EIO, "the successor did not start: " +
-                    String.join(" ", Files.readAllLines(rdmaDir.resolve("successor.log"))));
-            }
+            startIbverbsDaemon(rdmaDir, env, List.of(), "successor.log", "the successor did not start");
             final long gapMs;
             try
             {

@@ -131,6 +131,12 @@ public final class WorkerCommand implements Callable<Integer>
             "device refused because an MR's page had been freed: a key of freed memory; -1 on a real device).")
     String rdmaPeer;
 
+    @Option(names = "--rdma-device", paramLabel = "N", defaultValue = "0",
+        description = "The daemon's device --rdma-peer moves data on: its number, the place in mrd start " +
+            "--device (default: ${DEFAULT-VALUE}); the queue pair and every key it posts are that device's. Both " +
+            "workers name the same device.")
+    int rdmaDevice;
+
     @Option(names = "--rdma-seconds", paramLabel = "S", defaultValue = "5",
         description = "How long --rdma-peer moves data (default: ${DEFAULT-VALUE}).")
     long rdmaSeconds;
@@ -233,7 +239,7 @@ public final class WorkerCommand implements Callable<Integer>
         {
             final Path exchangeDir = null != rdmaExchange ? rdmaExchange :
                 Path.of(System.getProperty("java.io.tmpdir"), "mrd-rdma-" + Long.toHexString(client.epoch()));
-            final RdmaExchange exchange = new RdmaExchange(client, name, err);
+            final RdmaExchange exchange = new RdmaExchange(client, name, err, rdmaDevice);
             try
             {
                 Files.createDirectories(exchangeDir);
@@ -249,6 +255,7 @@ public final class WorkerCommand implements Callable<Integer>
             final Map<String, Object> result = new LinkedHashMap<>();
             result.put("name", name);
             result.put("peer", rdmaPeer);
+            result.put("device", client.deviceName(rdmaDevice));
             result.put("rdmaOps", r.wrs());
             result.put("bytesVerified", r.bytesVerified());
             result.put("wrongBytes", r.wrongBytes());

@@ -36,10 +36,13 @@ final class DaemonRequests
     private final ExecutorService thread;
     private volatile RuntimeException failure;
 
-    DaemonRequests(final MrdClient client, final String name)
+    /**
+     * @param device the device whose keys the requests' lookups return: the queue pair's.
+     */
+    DaemonRequests(final MrdClient client, final String name, final int device)
     {
         this.client = client;
-        this.cache = client.newCache();
+        this.cache = client.newCache(device);
         this.thread = Executors.newSingleThreadExecutor(runnable ->
         {
             final Thread t = new Thread(runnable, "mrd-rdma-requests-" + name);

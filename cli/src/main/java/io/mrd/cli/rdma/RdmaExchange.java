@@ -164,24 +164,35 @@ public final class RdmaExchange
     }
 
     /**
-     * Allocates the window and the staging memory, imports the daemon's PD and creates the queues.
-     *
-     * @param name this side's name, as the peer passes it ({@code --rdma-peer}).
-     * @param log  where the progress lines go.
+     * On device 0: {@link #RdmaExchange(MrdClient, String, PrintWriter, int)}.
      */
     public RdmaExchange(final MrdClient client, final String name, final PrintWriter log)
+    {
+        this(client, name, log, 0);
+    }
+
+    /**
+     * Allocates the window and the staging memory, imports the daemon's PD of {@code device} and creates the
+     * queues there; every key this side posts or hands its peer is that device's (both sides must name the same
+     * device: a queue pair accepts only its own device's keys).
+     *
+     * @param name   this side's name, as the peer passes it ({@code --rdma-peer}).
+     * @param log    where the progress lines go.
+     * @param device the daemon's device number ({@code --rdma-device}).
+     */
+    public RdmaExchange(final MrdClient client, final String name, final PrintWriter log, final int device)
     {
         this.name = name;
         this.log = log;
         this.id = name.hashCode() & 0x7FFF_FFFF;
         this.random = new SplittableRandom(System.nanoTime());
-        this.cache = client.newCache();
+        this.cache = client.newCache(device);
         this.window = client.allocate(SEGMENT, Access.REMOTE_WRITE | Access.REMOTE_READ);
         this.staging = client.allocate(SEGMENT, Access.REMOTE_READ);
-        this.requests = new DaemonRequests(client, name);
+        this.requests = new DaemonRequests(client, name, device);
         this.rotation = new StagingRotation(requests, SEGMENT);
         WordPattern.fill(window, READABLE, READABLE_LENGTH, id, READABLE_SEQ, 0);
-        this.verbs = client.verbs();
+        this.verbs = client.verbs(device);
         this.cq = verbs.createCq(4 * W + RECEIVES + 64);
         this.qp = verbs.createRcQp(cq, cq, new QpCaps(4 * W + 32, RECEIVES, 3, 2));
         this.probe = new StaleKeyProbe(requests, cache, verbs, window);
@@ -214,8 +225,16 @@ public final class RdmaExchange
         Files.deleteIfExists(exchange.resolve(name + ".card"));
         Files.deleteIfExists(exchange.resolve(name + ".ready"));
         final long rkey = KeyPair.rkey(cache.keyPair(window));
-        write(exchange.resolve(name + ".card"), qp.qpNum() + " " + window.address() + " " + rkey + " " + id);
+        write(exchange.resolve(name + ".card"), qp.qpNum() + " " + window.address() + " " + rkey + " " + id + " " +
+            verbs.deviceName());
         final String[] card = await(exchange.resolve(peerName + ".card")).split(" ");
+        // QueuePair.connect reaches its peer through its own port (loopback): the peer must be on this device.
+        if (card.length < 5 || !card[4].equals(verbs.deviceName()))
+        {
+            throw new IllegalStateException(peerName + " is on device " + (card.length < 5 ? "?" : card[4]) +
+                " and " + name + " on " + verbs.deviceName() + ": a queue pair connects to a peer on its own " +
+                "device; give both workers the same --rdma-device");
+        }
         peerWindow = Long.parseLong(card[1]);
         peerRkey = (int)Long.parseLong(card[2]);
         peerId = Integer.parseInt(card[3]);

@@ -166,6 +166,12 @@ public final class Predecessor implements AutoCloseable
         {
             return Optional.of("it used --provider " + header.providerName() + ", this daemon " + expected.provider());
         }
+        if (header.deviceCount() > 1)
+        {
+            // Its holder keeps device 0's command file only: the other devices' MRs went with its contexts.
+            return Optional.of("it registered on " + header.deviceCount() + " devices, and a daemon of several " +
+                "devices is not adopted yet (docs/multi-device.md)");
+        }
         if (header.baseVirtaddr() != expected.baseVirtaddr() || header.segmentSize() != expected.segmentSize())
         {
             return Optional.of("its memory is at " + Sizes.hex(header.baseVirtaddr()) + " in segments of " +
