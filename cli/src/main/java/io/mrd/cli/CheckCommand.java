@@ -27,7 +27,9 @@ import java.util.concurrent.Callable;
         "ACTIVE MR with its lkey, every chunk cached unless overflowed; no segment",
         "live in two MRs; every live segment allocated; MR fields coherent (msN =",
         "bits set, bitmap inside its list, external MRs without a list); counters",
-        "against the tables; unique client ids. A violation is reported only when",
+        "against the tables; unique client ids; every MR's keys on every device",
+        "(each device's row filled and unique on its device, device 0's as in the",
+        "record, FREE records' rows empty). A violation is reported only when",
         "two later snapshots show it too, so a daemon at work is not blamed for a",
         "state it was passing through."
     },
@@ -76,6 +78,7 @@ public final class CheckCommand implements Callable<Integer>
             " DETACHED, " + chunks + " live chunks), " + s.cache().entries().size() + " cache entries" +
             (s.cache().overflow() ? " (overflow)" : "") + ", " + allocated + " segments allocated in " +
             Format.plural(s.lists().size(), "list") + ", " + Format.plural(s.clients().size(), "client") +
-            ", devGen " + s.header().devGen();
+            ", devGen " + s.header().devGen() +
+            (s.devices().several() ? ", keys on " + s.devices().devices().size() + " devices" : "");
     }
 }

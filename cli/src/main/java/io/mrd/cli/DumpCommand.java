@@ -7,6 +7,7 @@ import io.mrd.layout.Heartbeat;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.DeviceSnapshot;
 import io.mrd.tools.Format;
 import org.agrona.concurrent.errors.ErrorLogReader;
 import picocli.CommandLine;
@@ -34,10 +35,11 @@ import java.util.concurrent.Callable;
         "Print what the control file holds: memory, MRs, global cache, clients.",
         "",
         "The daemon header, the memory lists with their allocated ranges and owners,",
-        "every MR with its chunks, the global cache and the clients. Reads the control",
-        "file only (no socket), under the seqlock, so it works while the daemon is",
-        "busy and after it died. --map draws each list instead, one character per",
-        "segment; --errors adds the daemon's error log."
+        "every MR with its chunks (on several devices, its keys on each), the global",
+        "cache and the clients. Reads the control file only (no socket), under the",
+        "seqlock, so it works while the daemon is busy and after it died. --map draws",
+        "each list instead, one character per segment; --errors adds the daemon's",
+        "error log."
     },
     footer = {
         "",
@@ -45,6 +47,7 @@ import java.util.concurrent.Callable;
         "  mrd dump --dir /tmp/mrd               the whole picture as text",
         "  mrd dump --dir /tmp/mrd --map         what is free, allocated, registered",
         "  mrd dump --dir /tmp/mrd --json | jq -r '.mrs[] | .lkey'",
+        "  mrd dump --dir /tmp/mrd --json | jq -r '.mrs[].keys[] | select(.name == \"mlx5_1\") | .lkey'",
         "  mrd dump --file /var/tmp/saved.ctl --errors   a copy, with its error log",
         "",
         "Exit codes: 0 printed, 1 no readable control file, 2 bad command line."
@@ -129,6 +132,12 @@ public final class DumpCommand implements Callable<Integer>
         out.println("heartbeat     " + heartbeat(s));
         out.println("provider      " + h.provider() + device(h) + ", devGen " + h.devGen() + ", seqlock " + h.seq() +
             (s.consistent() ? "" : " (HELD FOR WRITING: this dump may be torn)"));
+        if (s.devices().several())
+        {
+            out.println("devices       " + s.devices().devices().size() + ": " + String.join(", ",
+                s.devices().devices().stream().map(d -> d.number() + " " + d.name() + " PD handle " + d.pdHandle())
+                    .toList()));
+        }
         out.println("lineage       " + (0 == h.adoptedEpoch() ? "started afresh" :
             "adopted the state of epoch " + Sizes.hex(h.adoptedEpoch())));
         final long capacity = s.lists().stream().mapToLong(l -> (long)l.segmentCount() * l.segmentSize()).sum();
@@ -215,6 +224,7 @@ public final class DumpCommand implements Callable<Integer>
                 mr.stateName(), Format.key(mr.lkey()), Format.key(mr.rkey()), Format.range(mr.start(), mr.end()),
                 Format.size(mr.length()), where, Format.owner(s, mr.owner()), Access.describe(mr.access()),
                 mr.deviceHandle() == MrDescriptor.NO_DEVICE_HANDLE ? "" : "  handle " + mr.deviceHandle());
+            printKeys(out, s.devices(), mr);
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {
                 out.printf("      chunk %s %8s%n", Format.range(chunk.start(), chunk.end()),
@@ -224,6 +234,23 @@ public final class DumpCommand implements Callable<Integer>
             {
                 out.println("      no live chunk: waits for garbage collection");
             }
+        }
+    }
+
+    /**
+     * An MR's keys on each device, one line each, when there are several (with one, the MR's line has them).
+     */
+    private static void printKeys(final PrintWriter out, final DeviceSnapshot devices, final ControlFileSnapshot.Mr mr)
+    {
+        if (!devices.several())
+        {
+            return;
+        }
+        for (final DeviceSnapshot.Device device : devices.devices())
+        {
+            final DeviceSnapshot.Keys keys = devices.keys(mr.index(), device.number());
+            out.printf("      device %d %-12s lkey %-10s rkey %-10s handle %d%n", device.number(), device.name(),
+                Format.key(keys.lkey()), Format.key(keys.rkey()), keys.deviceHandle());
         }
     }
 

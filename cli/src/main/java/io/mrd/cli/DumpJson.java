@@ -8,6 +8,7 @@ import io.mrd.layout.Access;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.sys.Sizes;
 import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.DeviceSnapshot;
 import io.mrd.tools.Format;
 
 import java.time.Instant;
@@ -18,14 +19,19 @@ import java.util.List;
  * them). Addresses, keys and the epoch are {@code "0x…"} strings (64-bit values do not survive a JSON number
  * in every reader); counts, indices, ids and pids are numbers.
  * <pre>
- * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, device, pdHandle, adoptedEpoch, ...}
+ * daemon      {pid, epoch, devGen, heartbeatAgeMs, provider, device, pdHandle, adoptedEpoch,
+ *              devices [{number, name, pdHandle}], ...}
  * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, access, ...}], ...}]
- * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, deviceHandle, chunks [...], ...}]
+ * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, deviceHandle, chunks [...],
+ *              keys [{device, name, lkey, rkey, deviceHandle}], ...}]
  * cache       {len, capacity, overflow, entries [{start, end, lkey, rkey, access, mr}]}
  * clients     [{id, pid, uid, ...}]
  * </pre>
  * {@code cache.len} and {@code cache.capacity} count the sentinel entry 0 as the header does; {@code entries}
  * leaves it out, so it has {@code len - 1} elements. {@code heartbeatAgeMs} is -1 after a clean shutdown.
+ * {@code device}, {@code pdHandle}, an MR's {@code lkey}, {@code rkey} and {@code deviceHandle} are device 0's;
+ * {@code devices} has every device (none for a provider without one) and an MR's {@code keys} its keys on each,
+ * in device order ({@code device} is the number, {@code name} the device's).
  */
 final class DumpJson
 {
@@ -56,6 +62,12 @@ final class DumpJson
         daemon.put("device", h.device());
         daemon.put("pdHandle", h.pdHandle());
         daemon.put("adoptedEpoch", 0 == h.adoptedEpoch() ? null : Sizes.hex(h.adoptedEpoch()));
+        final ArrayNode devices = daemon.putArray("devices");
+        for (final DeviceSnapshot.Device device : snapshot.devices().devices())
+        {
+            devices.addObject().put("number", device.number()).put("name", device.name())
+                .put("pdHandle", device.pdHandle());
+        }
         daemon.put("startTime", Instant.ofEpochMilli(h.startTimeMs()).toString());
         daemon.put("layoutVersion", h.layoutVersion());
         daemon.put("controlFile", snapshot.path().toString());
@@ -108,6 +120,14 @@ final class DumpJson
             node.put("owner", mr.owner());
             node.put("created", Instant.ofEpochMilli(mr.createdMs()).toString());
             node.put("deviceHandle", mr.deviceHandle());
+            final ArrayNode keys = node.putArray("keys");
+            for (final DeviceSnapshot.Device device : snapshot.devices().devices())
+            {
+                final DeviceSnapshot.Keys k = snapshot.devices().keys(mr.index(), device.number());
+                keys.addObject().put("device", device.number()).put("name", device.name())
+                    .put("lkey", Format.key(k.lkey())).put("rkey", Format.key(k.rkey()))
+                    .put("deviceHandle", k.deviceHandle());
+            }
             final ArrayNode chunks = node.putArray("chunks");
             for (final ControlFileSnapshot.Chunk chunk : mr.chunks())
             {

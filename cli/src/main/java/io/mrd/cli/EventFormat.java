@@ -7,6 +7,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.journal.JournalEvent;
 import io.mrd.layout.sys.Sizes;
+import io.mrd.tools.Format;
 
 import java.time.Instant;
 
@@ -59,14 +60,14 @@ final class EventFormat
             case FREE -> range(line.append(" client ").append(event.client()), event);
             case MR_CREATED, MR_DETACHED, MR_DEREGISTERED ->
             {
-                range(line.append(" client ").append(event.client()), event).append(" lkey ")
-                    .append(Sizes.hex(event.lkey() & 0xFFFF_FFFFL)).append(" rkey ")
-                    .append(Sizes.hex(event.rkey() & 0xFFFF_FFFFL)).append(" mr ").append(event.arg());
+                keys(range(line.append(" client ").append(event.client()), event), event);
                 if ((event.flags() & MrDescriptor.FLAG_EXTERNAL) != 0)
                 {
                     line.append(" external");
                 }
             }
+            case MR_DEVICE_KEYS -> keys(range(line.append(" client ").append(event.client()), event), event)
+                .append(" device ").append(event.value());
             case MEMORY_EVENT -> range(line, event).append(" devGen ").append(event.value());
             case EXTERNAL_DEREGISTERED -> line.append(" client ").append(event.client()).append(" at ")
                 .append(Sizes.hex(event.address()));
@@ -75,6 +76,13 @@ final class EventFormat
                 .append(event.flags() != 0 ? " (still overflowing)" : "");
         }
         return line.toString();
+    }
+
+    /** The keys and slot of an MR event, one device's. */
+    private static StringBuilder keys(final StringBuilder line, final JournalEvent event)
+    {
+        return line.append(" lkey ").append(Format.key(event.lkey())).append(" rkey ").append(Format.key(event.rkey()))
+            .append(" mr ").append(event.arg());
     }
 
     private static StringBuilder range(final StringBuilder line, final JournalEvent event)
@@ -110,12 +118,11 @@ final class EventFormat
                 case ALLOC, FREE -> range(node.put("client", event.client()), event);
                 case MR_CREATED, MR_DETACHED, MR_DEREGISTERED ->
                 {
-                    range(node.put("client", event.client()), event);
-                    node.put("lkey", Sizes.hex(event.lkey() & 0xFFFF_FFFFL));
-                    node.put("rkey", Sizes.hex(event.rkey() & 0xFFFF_FFFFL));
-                    node.put("mr", event.arg());
-                    node.put("external", (event.flags() & MrDescriptor.FLAG_EXTERNAL) != 0);
+                    keys(range(node.put("client", event.client()), event), event)
+                        .put("external", (event.flags() & MrDescriptor.FLAG_EXTERNAL) != 0);
                 }
+                case MR_DEVICE_KEYS -> keys(range(node.put("client", event.client()), event), event)
+                    .put("device", event.value());
                 case MEMORY_EVENT -> range(node, event).put("devGen", event.value());
                 case EXTERNAL_DEREGISTERED -> node.put("client", event.client())
                     .put("address", Sizes.hex(event.address()));
@@ -124,6 +131,11 @@ final class EventFormat
             }
         }
         return node.toString();
+    }
+
+    private static ObjectNode keys(final ObjectNode node, final JournalEvent event)
+    {
+        return node.put("lkey", Format.key(event.lkey())).put("rkey", Format.key(event.rkey())).put("mr", event.arg());
     }
 
     private static ObjectNode range(final ObjectNode node, final JournalEvent event)

@@ -36,7 +36,8 @@ import java.util.function.Consumer;
     mixinStandardHelpOptions = true,
     description = {
         "Print the daemon's event journal: clients attached, refused and gone, ALLOC and FREE, MRs created, " +
-            "detached and deregistered with their range and keys, memory free events with devGen, cache overflows " +
+            "detached and deregistered with their range and keys (on several devices, MR_DEVICE_KEYS after " +
+            "MR_CREATED gives each further device's), memory free events with devGen, cache overflows " +
             "and rebuilds, daemon start and stop with its epoch; one line per event, oldest first.",
         "The journal is read from the run directory alone, so it works on a directory whose daemon was killed: " +
             "it shows what happened up to the last event the daemon committed. 'mrd start' keeps the journal of " +

@@ -6,6 +6,7 @@ import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MemsegListDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.tools.ControlFileSnapshot;
+import io.mrd.tools.DeviceSnapshot;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Path;
@@ -88,7 +89,7 @@ final class AddressMapTest
             SEGMENT, 0, 0, "soft", mrs.size(), 0, "", HeaderDescriptor.NO_PD_HANDLE, 0);
         final ControlFileSnapshot.CacheEntry sentinel = new ControlFileSnapshot.CacheEntry(0, 0, 0, -1, 0, 0, -1);
         return new ControlFileSnapshot(Path.of("mrd.ctl"), 0, true, ControlFileLayout.compute(1, segments, 4, 16, 1),
-            header, List.of(list), mrs, new ControlFileSnapshot.Cache(1, 16, false, sentinel, List.of()), List.of(),
+            header, List.of(list), mrs, DeviceSnapshot.NONE, new ControlFileSnapshot.Cache(1, 16, false, sentinel, List.of()), List.of(),
             Map.of());
     }
 }

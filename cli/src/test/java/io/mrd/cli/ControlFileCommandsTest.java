@@ -26,14 +26,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -42,8 +37,13 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 
+import static io.mrd.cli.CorruptedCopies.assertViolation;
+import static io.mrd.cli.CorruptedCopies.checkCopy;
+import static io.mrd.cli.CorruptedCopies.getInt;
+import static io.mrd.cli.CorruptedCopies.putInt;
+import static io.mrd.cli.CorruptedCopies.read;
+import static io.mrd.cli.CorruptedCopies.write;
 import static io.mrd.cli.fixture.MrdRunner.mrd;
 import static io.mrd.layout.sys.Sizes.MIB;
 import static io.mrd.layout.sys.Sizes.hex;
@@ -261,10 +261,10 @@ final class ControlFileCommandsTest
         final ControlFileLayout layout = daemon.controlFile().layout();
         final int cacheOffset = layout.cacheOffset();
 
-        final Result clean = checkCopy("clean", file -> { });
+        final Result clean = checkCopy(dir, "clean", file -> { });
         assertEquals(0, clean.exit(), clean.both());
 
-        final Result swapped = checkCopy("swapped", file ->
+        final Result swapped = checkCopy(dir, "swapped", file ->
         {
             final byte[] first = read(file, cacheOffset + CacheEntryDescriptor.ENTRY_LENGTH, CacheEntryDescriptor.ENTRY_LENGTH);
             final byte[] second = read(file, cacheOffset + 2 * CacheEntryDescriptor.ENTRY_LENGTH,
@@ -274,7 +274,7 @@ final class ControlFileCommandsTest
         });
         assertViolation(swapped, "global cache not sorted: entry 2");
 
-        final Result lkey = checkCopy("lkey", file ->
+        final Result lkey = checkCopy(dir, "lkey", file ->
         {
             final int at = cacheOffset + CacheEntryDescriptor.ENTRY_LENGTH + CacheEntryDescriptor.LKEY_OFFSET;
             putInt(file, at, getInt(file, at) ^ 0x5A00);
@@ -282,19 +282,19 @@ final class ControlFileCommandsTest
         assertViolation(lkey, "global cache entry 1 " + Format.range(a1.address(), a1.address() + SEGMENT) +
             " lkey mismatch");
 
-        final Result msN = checkCopy("msN", file ->
+        final Result msN = checkCopy(dir, "msN", file ->
         {
             final int at = layout.mrOffset(0) + MrDescriptor.MS_N_OFFSET;
             putInt(file, at, getInt(file, at) + 1);
         });
         assertViolation(msN, "MR 0: msN 2 is not the popcount of its bitmap, 1");
 
-        final Result freed = checkCopy("freed", file -> putInt(file, layout.memsegListOffset(0) +
+        final Result freed = checkCopy(dir, "freed", file -> putInt(file, layout.memsegListOffset(0) +
             MemsegListDescriptor.SEGMENTS_OFFSET + a2.firstSegment() * MemsegListDescriptor.SEGMENT_ENTRY_LENGTH +
             MemsegListDescriptor.SEGMENT_OWNER_OFFSET, MemsegListDescriptor.OWNER_FREE));
         assertViolation(freed, "MR 1: live segment " + hex(a2.address()) + " (list 0 segment 3) is not allocated");
 
-        final Result twice = checkCopy("twice", file ->
+        final Result twice = checkCopy(dir, "twice", file ->
         {
             // MR 0's bitmap gets segment 3 (bit 3 from its base 0): MR 1's live segment.
             final int bitmap = layout.mrBitmapOffset(0);
@@ -303,11 +303,11 @@ final class ControlFileCommandsTest
         });
         assertViolation(twice, "segment " + hex(a2.address()) + " (list 0 segment 3) is a live segment of two MRs");
 
-        final Result missing = checkCopy("missing",
+        final Result missing = checkCopy(dir, "missing",
             file -> putInt(file, io.mrd.layout.HeaderDescriptor.CACHE_LEN_OFFSET, 3));
         assertViolation(missing, "global cache lacks chunk");
 
-        final Result handle = checkCopy("handle", file -> putInt(file, layout.mrOffset(1) +
+        final Result handle = checkCopy(dir, "handle", file -> putInt(file, layout.mrOffset(1) +
             MrDescriptor.DEVICE_HANDLE_OFFSET, 7));
         assertViolation(handle, "MR 1: device handle 7 on a daemon without a device (PD handle -1)");
     }
@@ -554,60 +554,5 @@ final class ControlFileCommandsTest
         allocated.forEach(a -> result.add(List.of(a.get("start").asText(), a.get("end").asText(),
             a.get("owner").asText())));
         return result;
-    }
-
-    private Result checkCopy(final String name, final Consumer<FileChannel> corrupt) throws IOException
-    {
-        final Path copy = dir.resolve("copy-" + name + ".ctl");
-        Files.copy(dir.resolve(ControlFile.FILE_NAME), copy);
-        try (FileChannel file = FileChannel.open(copy, StandardOpenOption.READ, StandardOpenOption.WRITE))
-        {
-            corrupt.accept(file);
-        }
-        return mrd("check", "--file", copy.toString());
-    }
-
-    private static void assertViolation(final Result run, final String violation)
-    {
-        assertEquals(1, run.exit(), run.both());
-        assertTrue(run.out().startsWith("inconsistent: "), run.out());
-        assertTrue(run.out().lines().anyMatch(line -> line.startsWith("  " + violation)),
-            "expected a line starting with '" + violation + "' in:\n" + run.out());
-    }
-
-    private static byte[] read(final FileChannel file, final long at, final int length)
-    {
-        try
-        {
-            final ByteBuffer buffer = ByteBuffer.allocate(length);
-            file.read(buffer, at);
-            return buffer.array();
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-    }
-
-    private static void write(final FileChannel file, final long at, final byte[] bytes)
-    {
-        try
-        {
-            file.write(ByteBuffer.wrap(bytes), at);
-        }
-        catch (final IOException ex)
-        {
-            throw new UncheckedIOException(ex);
-        }
-    }
-
-    private static int getInt(final FileChannel file, final long at)
-    {
-        return ByteBuffer.wrap(read(file, at, 4)).order(ByteOrder.nativeOrder()).getInt();
-    }
-
-    private static void putInt(final FileChannel file, final long at, final int value)
-    {
-        write(file, at, ByteBuffer.allocate(4).order(ByteOrder.nativeOrder()).putInt(value).array());
     }
 }

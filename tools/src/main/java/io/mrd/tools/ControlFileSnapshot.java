@@ -30,7 +30,8 @@ import java.util.Map;
  * Everything a control file says, copied out in one consistent read: what {@code mrd dump} prints and
  * {@link Invariants} checks. Values only; no reference into the mapping survives {@link #read}.
  * <p>
- * The MR table, the bitmaps, the global cache and the counters the MR engine sets inside the seqlock are
+ * The MR table, the bitmaps, the MR key table ({@link #devices}), the global cache and the counters the MR
+ * engine sets inside the seqlock are
  * read under the {@link SeqLock} ({@link GlobalCacheReader#readConsistent}), so they describe one instant.
  * The memory-segment lists and the client table are written under other locks of the primary and are copied
  * in the same pass: they are at most one event apart from the rest.
@@ -46,6 +47,7 @@ public record ControlFileSnapshot(
     Header header,
     List<MemsegList> lists,
     List<Mr> mrs,
+    DeviceSnapshot devices,
     Cache cache,
     List<Client> clients,
     Map<MrdCounter, Long> counters)
@@ -56,8 +58,8 @@ public record ControlFileSnapshot(
     /**
      * The header fields, as read: {@link #read} is the one place a tool copies them.
      *
-     * @param device       the RDMA device's name, empty without one.
-     * @param pdHandle     the PD's handle, {@link HeaderDescriptor#NO_PD_HANDLE} without a device.
+     * @param device       device 0's name, empty without a device ({@link DeviceSnapshot} has every device).
+     * @param pdHandle     device 0's PD handle, {@link HeaderDescriptor#NO_PD_HANDLE} without a device.
      * @param adoptedEpoch the epoch of the daemon whose state this one adopted, 0 when it started afresh.
      */
     public record Header(
@@ -222,7 +224,8 @@ public record ControlFileSnapshot(
      * @param bits      bit {@code i} set when segment {@code msBaseIdx + i} is live (only the first
      *                  {@code min(msBmpN, bitmap capacity)} bits are read).
      * @param strayBits bits set in the MR's bitmap slot at or beyond {@code msBmpN}.
-     * @param deviceHandle the device's handle of the MR, {@link MrDescriptor#NO_DEVICE_HANDLE} without a device.
+     * @param deviceHandle device 0's handle of the MR, {@link MrDescriptor#NO_DEVICE_HANDLE} without a device (the
+     *                     keys and handles on every device are in {@link ControlFileSnapshot#devices}).
      */
     public record Mr(
         int index,
@@ -391,11 +394,14 @@ public record ControlFileSnapshot(
 
         final List<MemsegList> lists = readLists(buffer, layout, header.segmentSize());
         final List<Mr> mrs = readMrs(buffer, layout, header.segmentSize(), lists);
+        final BitSet inUse = new BitSet();
+        mrs.forEach(mr -> inUse.set(mr.index()));
+        final DeviceSnapshot devices = DeviceSnapshot.read(buffer, layout, header.mrHighWater(), inUse);
         final Cache cache = readCache(buffer, layout, h);
         final List<Client> clients = readClients(buffer, layout);
         final Map<MrdCounter, Long> counters = ctl.counters();
         return new ControlFileSnapshot(ctl.path(), now, consistent, layout, header, List.copyOf(lists), List.copyOf(mrs),
-            cache, List.copyOf(clients), Collections.unmodifiableMap(counters));
+            devices, cache, List.copyOf(clients), Collections.unmodifiableMap(counters));
     }
 
     private static List<MemsegList> readLists(

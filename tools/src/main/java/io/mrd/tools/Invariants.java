@@ -4,7 +4,6 @@ import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
 import io.mrd.layout.ControlFileLayout;
-import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.RemoteAccess;
@@ -25,7 +24,8 @@ import java.util.concurrent.locks.LockSupport;
  * {@link ControlFileSnapshot}: the MR-engine properties (global cache sorted, non-overlapping, every entry a
  * live chunk of exactly one ACTIVE MR with its keys and access, every chunk cached unless the overflow flag is
  * set, no segment live in two MRs, every live segment allocated and of its MR's access, an rkey exactly for
- * remote access, MR fields coherent), the memory lists' bookkeeping,
+ * remote access, MR fields coherent), every MR's keys on every device ({@link DeviceInvariants}), the memory
+ * lists' bookkeeping,
  * the counters that must agree with the tables, and unique client ids.
  * <p>
  * {@code mrd check} runs it on a live daemon; the reliability tests run that command between steps, and the
@@ -72,7 +72,8 @@ public final class Invariants
     /**
      * Checks one snapshot.
      *
-     * @return the violations, one line each, in the order memory lists, MRs, segments, cache, counters, clients.
+     * @return the violations, one line each, in the order memory lists, MRs, devices and keys, segments, cache,
+     * counters, clients.
      */
     public static List<String> check(final ControlFileSnapshot snapshot)
     {
@@ -90,6 +91,7 @@ public final class Invariants
         }
         checkLists(snapshot, violations);
         checkMrs(snapshot, violations);
+        DeviceInvariants.check(snapshot, violations);
         checkSegments(snapshot, violations);
         checkCache(snapshot, violations);
         checkCounters(snapshot, violations);
@@ -153,7 +155,6 @@ public final class Invariants
         final long segmentSize = snapshot.header().segmentSize();
         final int bitmapBits = layout.mrBitmapLength() * 8;
         final Map<Integer, Integer> byLkey = new HashMap<>();
-        final Map<Integer, Integer> byHandle = new HashMap<>();
         for (final ControlFileSnapshot.Mr mr : snapshot.mrs())
         {
             final String name = "MR " + mr.index();
@@ -162,7 +163,6 @@ public final class Invariants
                 violations.add(name + ": unknown state " + mr.state());
                 continue;
             }
-            checkDeviceHandle(name, mr, snapshot.header(), byHandle, violations);
             if (mr.index() >= snapshot.header().mrHighWater())
             {
                 violations.add(name + ": " + mr.stateName() + " at or beyond the high-water mark " +
@@ -232,36 +232,6 @@ public final class Invariants
             {
                 violations.add(name + ": ACTIVE with msN " + mr.msN() + ": an MR without live segments is DETACHED");
             }
-        }
-    }
-
-    /**
-     * An MR's device handle is what a successor imports it by (docs/adoption.md): a daemon with a device records
-     * one per MR, each its own; a daemon without one records none.
-     */
-    private static void checkDeviceHandle(
-        final String name, final ControlFileSnapshot.Mr mr, final ControlFileSnapshot.Header header,
-        final Map<Integer, Integer> byHandle, final List<String> violations)
-    {
-        if (header.pdHandle() == HeaderDescriptor.NO_PD_HANDLE)
-        {
-            if (mr.deviceHandle() != MrDescriptor.NO_DEVICE_HANDLE)
-            {
-                violations.add(name + ": device handle " + mr.deviceHandle() + " on a daemon without a device " +
-                    "(PD handle " + HeaderDescriptor.NO_PD_HANDLE + ")");
-            }
-            return;
-        }
-        if (mr.deviceHandle() < 0)
-        {
-            violations.add(name + ": device handle " + mr.deviceHandle() + " on a daemon with the device " +
-                header.device() + " (PD handle " + header.pdHandle() + "): it cannot be imported by it");
-            return;
-        }
-        final Integer other = byHandle.putIfAbsent(mr.deviceHandle(), mr.index());
-        if (null != other)
-        {
-            violations.add(name + ": device handle " + mr.deviceHandle() + " is also the handle of MR " + other);
         }
     }
 

@@ -2,6 +2,8 @@ package io.mrd.tools;
 
 import io.mrd.layout.Heartbeat;
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.DeviceDescriptor;
+import io.mrd.layout.DeviceTable;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdHistogram;
 import io.prometheus.metrics.config.EscapingScheme;
@@ -10,6 +12,7 @@ import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot;
 import io.prometheus.metrics.model.snapshots.Labels;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
@@ -32,7 +35,8 @@ import java.util.Map;
  * Every {@link MrdCounter} becomes {@code mrd_<metricName>}: a counter when the name ends in {@code _total},
  * else a gauge. Three gauges are added: {@code mrd_up} (1 while the heartbeat is fresh), {@code
  * mrd_heartbeat_age_seconds} (-1 once the daemon closed the file) and {@code mrd_dev_gen} (from the header; the
- * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated). Names follow Prometheus' conventions
+ * {@link MrdCounter#DEV_GEN} counter mirrors it and is not repeated); a daemon with RDMA devices adds
+ * {@code mrd_device_info{device="mlx5_3",number="1"} 1}, one per device. Names follow Prometheus' conventions
  * (base units: seconds and bytes; {@code _total} for counters), which {@code promtool check metrics} enforces.
  * <p>
  * Every {@link MrdHistogram} the daemon published ({@link PublishedHistogram}) becomes a classic Prometheus
@@ -57,6 +61,11 @@ public final class MetricsText
     };
     /** Upper bounds of the size buckets, in bytes: every power of two from 4 KiB to 1 TiB. */
     public static final double[] SIZE_BOUNDS_BYTES = powersOfTwo(12, 40);
+
+    /** The info metric of the daemon's devices ({@code mrd_device_info}), and its labels. */
+    public static final String DEVICE = "device";
+    public static final String DEVICE_LABEL = "device";
+    public static final String NUMBER_LABEL = "number";
 
     private static final String TOTAL = "_total";
     private static final double NANOS_PER_SECOND = 1e9;
@@ -104,6 +113,11 @@ public final class MetricsText
             heartbeat.isClosed() ? -1 : heartbeat.ageMs() / 1000.0));
         metrics.add(gauge("dev_gen", "devGen: bumped on every memory event that invalidates local caches",
             ctl.header().devGen()));
+        final InfoSnapshot devices = devices(ctl);
+        if (null != devices)
+        {
+            metrics.add(devices);
+        }
         for (final Map.Entry<MrdCounter, Long> entry : ctl.counters().entrySet())
         {
             final MrdCounter counter = entry.getKey();
@@ -143,6 +157,30 @@ public final class MetricsText
             }
         }
         return new MetricSnapshots(metrics);
+    }
+
+    /**
+     * @return {@code mrd_device_info}, one sample of 1 per device labelled with its name and number (its place in
+     * {@code --device}: what a secondary's {@code newCache(number)} takes), or null for a provider without a
+     * device. The table is written once, before the control file is published, so it is read without the seqlock.
+     */
+    private static InfoSnapshot devices(final ControlFile ctl)
+    {
+        final DeviceTable table = new DeviceTable(ctl.buffer(), ctl.layout());
+        final int count = Math.min(table.count(), DeviceDescriptor.MAX_DEVICES);
+        if (count <= 0)
+        {
+            return null;
+        }
+        // An info metric: the writer adds the _info suffix, which a gauge's name may not carry.
+        final InfoSnapshot.Builder builder = InfoSnapshot.builder().name(PREFIX + DEVICE)
+            .help("1 for each RDMA device the daemon registers every MR on, by name and number (0 first)");
+        for (int d = 0; d < count; d++)
+        {
+            builder.dataPoint(InfoSnapshot.InfoDataPointSnapshot.builder()
+                .labels(Labels.of(DEVICE_LABEL, table.name(d), NUMBER_LABEL, Integer.toString(d))).build());
+        }
+        return builder.build();
     }
 
     private static HistogramSnapshot.HistogramDataPointSnapshot dataPoint(final PublishedHistogram histogram)

@@ -1,5 +1,6 @@
 package io.mrd.tools;
 
+import io.mrd.layout.DeviceTable;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdHistogram;
@@ -14,8 +15,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The Prometheus text of a control file: the three gauges from the header, every counter under its metric
- * name, and every published histogram in seconds or bytes, as {@code promtool} accepts it.
+ * The Prometheus text of a control file: the three gauges from the header, one info sample per device, every
+ * counter under its metric name, and every published histogram in seconds or bytes, as {@code promtool} accepts it.
  */
 final class MetricsTextTest
 {
@@ -37,6 +38,24 @@ final class MetricsTextTest
         final Map<String, Double> closed = PromtoolCheck.samples(MetricsText.render(file.view()));
         assertEquals(0.0, closed.get("mrd_up"));
         assertEquals(-1.0, closed.get("mrd_heartbeat_age_seconds"));
+    }
+
+    @Test
+    void eachDeviceIsOneInfoSampleByNameAndNumber()
+    {
+        final String none = MetricsText.render(file.view());
+        assertTrue(none.lines().noneMatch(l -> l.contains("mrd_device")), "no device, no sample: " + none);
+
+        file.written().header().deviceCount(2);
+        new DeviceTable(file.written().buffer(), file.written().layout()).device(0, "mlx5_0", 3)
+            .device(1, "mlx5_1", 4);
+        final String text = MetricsText.render(file.view());
+        final Map<String, Double> samples = PromtoolCheck.samples(text);
+        assertEquals(1.0, samples.get("mrd_device_info{device=\"mlx5_0\",number=\"0\"}"), text);
+        assertEquals(1.0, samples.get("mrd_device_info{device=\"mlx5_1\",number=\"1\"}"), text);
+        assertEquals(2, samples.keySet().stream().filter(name -> name.startsWith("mrd_device_info")).count(), text);
+        assertTrue(text.contains("# TYPE mrd_device_info gauge\n"), text);
+        PromtoolCheck.assertClean("two devices", text);
     }
 
     @Test

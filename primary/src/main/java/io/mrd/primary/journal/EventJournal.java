@@ -66,9 +66,19 @@ public interface EventJournal extends AutoCloseable
         append(JournalEventType.FREE, 0, owner, 0, address, length, 0, 0, 0);
     }
 
+    /**
+     * {@link JournalEventType#MR_CREATED} with device 0's keys, then one {@link JournalEventType#MR_DEVICE_KEYS} per
+     * further device: a record has room for one pair of keys, and a one-device daemon's journal reads as before.
+     */
     default void mrCreated(final int owner, final int slot, final Registration mr, final int mrFlags)
     {
         append(JournalEventType.MR_CREATED, mrFlags, owner, slot, mr.address(), mr.length(), mr.lkey(), mr.rkey(), 0);
+        for (int device = 1; device < mr.deviceCount(); device++)
+        {
+            final Registration.DeviceMr keys = mr.on(device);
+            append(JournalEventType.MR_DEVICE_KEYS, 0, owner, slot, mr.address(), mr.length(), keys.lkey(),
+                keys.rkey(), device);
+        }
     }
 
     default void mrDetached(final int owner, final int slot, final Registration mr)

@@ -5,6 +5,7 @@ import io.mrd.layout.journal.JournalEventType;
 import io.mrd.layout.journal.JournalFileDescriptor;
 import io.mrd.layout.journal.JournalRecordDescriptor;
 import io.mrd.testing.TestDirs;
+import io.mrd.primary.provider.Registration;
 import io.mrd.tools.JournalReader;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
@@ -99,6 +100,33 @@ final class JournalCodecTest
         {
             TestDirs.deleteTree(dir);
         }
+    }
+
+    /**
+     * A record has room for one pair of keys: an MR on several devices is its MR_CREATED with device 0's, then one
+     * MR_DEVICE_KEYS per further device, in device order; an MR on one device is its MR_CREATED alone, as before.
+     */
+    @Test
+    void anMrOnSeveralDevicesIsItsCreationThenEachFurtherDevicesKeys()
+    {
+        final List<Given> appended = new ArrayList<>();
+        final EventJournal journal = (type, flags, client, arg, address, length, lkey, rkey, value) ->
+            appended.add(new Given(type, flags, client, arg, address, length, lkey, rkey, value));
+        final long address = 0x1000_0000_0000L;
+        final long length = 2 << 20;
+        journal.mrCreated(3, 7, new Registration(address, length, 0x101, 0x101, 9, 4, List.of(
+            new Registration.DeviceMr(0x0400_0101, 0x0400_0102, 10, 5),
+            new Registration.DeviceMr(0x0800_0101, 0x0800_0102, 11, 6))), 0);
+        assertEquals(List.of(
+            new Given(JournalEventType.MR_CREATED, 0, 3, 7, address, length, 0x101, 0x101, 0),
+            new Given(JournalEventType.MR_DEVICE_KEYS, 0, 3, 7, address, length, 0x0400_0101, 0x0400_0102, 1),
+            new Given(JournalEventType.MR_DEVICE_KEYS, 0, 3, 7, address, length, 0x0800_0101, 0x0800_0102, 2)),
+            appended);
+
+        appended.clear();
+        journal.mrCreated(3, 8, new Registration(address, length, 0x201, 0, 12, 7), 0);
+        assertEquals(List.of(new Given(JournalEventType.MR_CREATED, 0, 3, 8, address, length, 0x201, 0, 0)),
+            appended);
     }
 
     @Test

@@ -36,7 +36,14 @@ public enum JournalEventType
     /** The global cache filled up: lookups scan the MR table. Value: the cache's capacity. */
     CACHE_OVERFLOW(13),
     /** The global cache was rebuilt from the MR table. Value: entries. Flags: 1 when it still overflows. */
-    CACHE_REBUILT(14);
+    CACHE_REBUILT(14),
+    /**
+     * An MR's keys on a further device of a daemon with several (docs/multi-device.md): one record per device 1,
+     * 2, …, right after the MR's {@link #MR_CREATED}, which has device 0's. Client: owner. Arg: slot. Address,
+     * Length, Lkey, Rkey: that device's. Value: the device number. Keys do not change while an MR lives, so its
+     * detach and deregistration name device 0's only.
+     */
+    MR_DEVICE_KEYS(15);
 
     private static final JournalEventType[] BY_CODE = new JournalEventType[16];
 
