@@ -238,7 +238,8 @@ public final class DumpCommand implements Callable<Integer>
     }
 
     /**
-     * An MR's keys on each device, one line each, when there are several (with one, the MR's line has them).
+     * An MR's keys on each device, one line each, when there are several (with one, the MR's line has them); a
+     * device its access does not place it on says so.
      */
     private static void printKeys(final PrintWriter out, final DeviceSnapshot devices, final ControlFileSnapshot.Mr mr)
     {
@@ -249,6 +250,11 @@ public final class DumpCommand implements Callable<Integer>
         for (final DeviceSnapshot.Device device : devices.devices())
         {
             final DeviceSnapshot.Keys keys = devices.keys(mr.index(), device.number());
+            if (!Access.isOn(mr.access(), device.number()))
+            {
+                out.printf("      device %d %-12s not placed (no MR)%n", device.number(), device.name());
+                continue;
+            }
             out.printf("      device %d %-12s lkey %-10s rkey %-10s handle %d%n", device.number(), device.name(),
                 Format.key(keys.lkey()), Format.key(keys.rkey()), keys.deviceHandle());
         }

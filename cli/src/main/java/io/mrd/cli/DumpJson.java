@@ -23,7 +23,7 @@ import java.util.List;
  *              devices [{number, name, pdHandle}], ...}
  * memsegLists [{index, baseVa, segmentSize, segments, allocated [{start, end, owner, access, ...}], ...}]
  * mrs         [{index, state, lkey, rkey, access, start, end, msN, external, deviceHandle, chunks [...],
- *              keys [{device, name, lkey, rkey, deviceHandle}], ...}]
+ *              keys [{device, name, placed, lkey, rkey, deviceHandle}], ...}]
  * cache       {len, capacity, overflow, entries [{start, end, lkey, rkey, access, mr}]}
  * clients     [{id, pid, uid, ...}]
  * </pre>
@@ -31,7 +31,8 @@ import java.util.List;
  * leaves it out, so it has {@code len - 1} elements. {@code heartbeatAgeMs} is -1 after a clean shutdown.
  * {@code device}, {@code pdHandle}, an MR's {@code lkey}, {@code rkey} and {@code deviceHandle} are device 0's;
  * {@code devices} has every device (none for a provider without one) and an MR's {@code keys} its keys on each,
- * in device order ({@code device} is the number, {@code name} the device's).
+ * in device order ({@code device} is the number, {@code name} the device's; {@code placed} false, with empty keys,
+ * on a device its access does not place it on).
  */
 final class DumpJson
 {
@@ -125,6 +126,7 @@ final class DumpJson
             {
                 final DeviceSnapshot.Keys k = snapshot.devices().keys(mr.index(), device.number());
                 keys.addObject().put("device", device.number()).put("name", device.name())
+                    .put("placed", Access.isOn(mr.access(), device.number()))
                     .put("lkey", Format.key(k.lkey())).put("rkey", Format.key(k.rkey()))
                     .put("deviceHandle", k.deviceHandle());
             }

@@ -106,6 +106,11 @@ public final class LookupCommand implements Callable<Integer>
                 out.println(name + " not registered any more");
                 continue;
             }
+            if (!Access.isOn(entry.access, device))
+            {
+                out.println(name + " not placed (access " + Access.describe(entry.access) + "): no MR");
+                continue;
+            }
             out.println(name + " lkey " + Format.key(entry.lkey) + " rkey " + Format.key(entry.rkey) +
                 (entry.mr == first.mr ? "" : " (MR " + entry.mr + ": the MR changed since the line above)"));
         }

@@ -155,7 +155,8 @@ final class AddressSpace
         }
         allocations.put(address, allocated);
         return new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(allocated),
-            register ? keysOnEveryDevice(address, reply.lkey(), reply.rkey()) : new long[] {KeyPair.pack(0, 0)},
+            register ? keysOnEveryDevice(address, reply.lkey(), reply.rkey(), reply.access()) :
+                new long[] {KeyPair.pack(0, 0)},
             reply.access(), watch.liveness());
     }
 
@@ -254,25 +255,31 @@ final class AddressSpace
             throw ex;
         }
         return new ExternalMemory(new RegisteredMemory(MemorySegment.ofAddress(address).reinterpret(mapped),
-            keysOnEveryDevice(address, reply.lkey(), reply.rkey()), reply.access(), watch.liveness()));
+            keysOnEveryDevice(address, reply.lkey(), reply.rkey(), reply.access()), reply.access(), watch.liveness()));
     }
 
     /**
      * The keys of the MR at {@code address} on every device: device 0's from the reply, the others' from the
-     * global cache, which holds the MR once the reply comes (and for as long as this memory is allocated).
+     * global cache, which holds the MR once the reply comes (and for as long as this memory is allocated);
+     * {@link KeyPair#NOT_PLACED} on a device the access does not place it on.
      *
      * @throws MrdException EPROTO when the global cache does not hold the MR the reply named.
      */
-    private long[] keysOnEveryDevice(final long address, final int lkey, final int rkey)
+    private long[] keysOnEveryDevice(final long address, final int lkey, final int rkey, final int access)
     {
         final long[] keys = new long[Devices.count(controlFile)];
-        keys[0] = KeyPair.pack(lkey, rkey);
+        keys[0] = Access.isOn(access, 0) ? KeyPair.pack(lkey, rkey) : KeyPair.NOT_PLACED;
         if (keys.length > 1)
         {
             final GlobalCacheReader reader = new GlobalCacheReader(controlFile);
             final MrEntry entry = new MrEntry();
             for (int device = 1; device < keys.length; device++)
             {
+                if (!Access.isOn(access, device))
+                {
+                    keys[device] = KeyPair.NOT_PLACED;
+                    continue;
+                }
                 if (!reader.lookup(address, entry, device))
                 {
                     throw new MrdException(ErrorCode.EPROTO, "the daemon registered 0x" + Long.toHexString(address) +

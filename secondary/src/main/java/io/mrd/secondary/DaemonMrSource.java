@@ -1,5 +1,6 @@
 package io.mrd.secondary;
 
+import io.mrd.layout.Access;
 import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.HeaderDescriptor;
@@ -55,6 +56,11 @@ final class DaemonMrSource implements MrSource
 
     public boolean lookupGlobal(final long address, final MrEntry out)
     {
+        return requirePlaced(address, lookupGlobalAnyPlacement(address, out), out.access);
+    }
+
+    private boolean lookupGlobalAnyPlacement(final long address, final MrEntry out)
+    {
         final long epoch = watch.epoch();
         try
         {
@@ -83,6 +89,7 @@ final class DaemonMrSource implements MrSource
         }
         if (0 == device)
         {
+            requirePlaced(address, true, created.access());
             out.set(created.start(), created.end(), created.lkey(), created.rkey(), created.access(), -1);
             return;
         }
@@ -93,5 +100,24 @@ final class DaemonMrSource implements MrSource
             throw new MrdException(ErrorCode.EAGAIN, "the MR created for 0x" + Long.toHexString(address) +
                 " was gone before its keys on device " + device + " were read (its memory was freed): look again");
         }
+    }
+
+    /**
+     * An MR not placed on this cache's device has no keys there ({@link Access#onDevices}): its entry is refused
+     * rather than cached with the zeros the daemon writes for it.
+     *
+     * @return {@code found}.
+     * @throws MrdException EINVAL naming the address, the device and the placement.
+     */
+    private boolean requirePlaced(final long address, final boolean found, final int access)
+    {
+        if (found && !Access.isOn(access, device))
+        {
+            throw new MrdException(ErrorCode.EINVAL, "0x" + Long.toHexString(address) + " is in memory placed " +
+                "on other devices than this cache's device " + device + " (access " + Access.describe(access) +
+                "): look it up in the cache of one of those (newCache(device)), or allocate it placed on device " +
+                device + " too");
+        }
+        return found;
     }
 }

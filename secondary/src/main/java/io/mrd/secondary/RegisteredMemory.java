@@ -1,6 +1,7 @@
 package io.mrd.secondary;
 
 import io.mrd.layout.Access;
+import io.mrd.layout.MrdException;
 
 import java.lang.foreign.MemorySegment;
 
@@ -23,6 +24,9 @@ public final class RegisteredMemory
     private final int lkey;
     private final int rkey;
     /** {@link KeyPair}s by device number; device 0's are {@link #lkey} and {@link #rkey}. */
+    /** Device 0's lkey when the memory is not placed on device 0: its keys there are {@link KeyPair#NOT_PLACED}. */
+    private static final int NOT_PLACED_LKEY = KeyPair.lkey(KeyPair.NOT_PLACED);
+
     private final long[] keyPairs;
     private final int access;
     private final DaemonLiveness liveness;
@@ -45,32 +49,48 @@ public final class RegisteredMemory
     }
 
     /**
-     * @return the lkey of its MR, for the local SGE of any buffer inside it.
+     * @return the lkey of its MR on device 0, for the local SGE of any buffer inside it.
      * @throws DaemonDeadException once the daemon is lost.
+     * @throws MrdException        EINVAL when the memory is not placed on device 0 ({@link #keys(int)} has the
+     *                             others').
      */
     public int lkey()
     {
         liveness.requireAlive();
+        if (NOT_PLACED_LKEY == lkey)
+        {
+            KeyPair.onDevice(keyPairs, 0);
+        }
         return lkey;
     }
 
     /**
-     * @return the rkey of its MR, {@link Access#NO_RKEY} without remote access.
+     * @return the rkey of its MR on device 0, {@link Access#NO_RKEY} without remote access.
      * @throws DaemonDeadException once the daemon is lost.
+     * @throws MrdException        EINVAL when the memory is not placed on device 0.
      */
     public int rkey()
     {
         liveness.requireAlive();
+        if (NOT_PLACED_LKEY == lkey)
+        {
+            KeyPair.onDevice(keyPairs, 0);
+        }
         return rkey;
     }
 
     /**
-     * @return both keys packed as {@link KeyPair#pack}, as {@link MrCache#keyPair} returns them.
+     * @return both keys on device 0 packed as {@link KeyPair#pack}, as {@link MrCache#keyPair} returns them.
      * @throws DaemonDeadException once the daemon is lost.
+     * @throws MrdException        EINVAL when the memory is not placed on device 0.
      */
     public long keyPair()
     {
         liveness.requireAlive();
+        if (NOT_PLACED_LKEY == lkey)
+        {
+            KeyPair.onDevice(keyPairs, 0);
+        }
         return KeyPair.pack(lkey, rkey);
     }
 
@@ -79,15 +99,27 @@ public final class RegisteredMemory
      * @return its MR's keys on that device, packed as {@link KeyPair#pack}: what a queue pair of that device
      * posts with.
      * @throws DaemonDeadException once the daemon is lost.
-     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     * @throws MrdException EINVAL for a device the daemon does not have, or one the memory is not placed on
+     *                      ({@link Access#onDevices}).
      */
     public long keys(final int device)
     {
         liveness.requireAlive();
-        return keyPairs[device];
+        return KeyPair.onDevice(keyPairs, device);
     }
 
-    /** @return the devices its MR is registered on: the daemon's. */
+    /**
+     * @return its keys on each of the daemon's devices, by device number, {@link KeyPair#NOT_PLACED} on those its
+     * placement leaves out: a copy.
+     * @throws DaemonDeadException once the daemon is lost.
+     */
+    public long[] keysByDevice()
+    {
+        liveness.requireAlive();
+        return keyPairs.clone();
+    }
+
+    /** @return the daemon's devices, whether or not the memory is placed on each. */
     public int deviceCount()
     {
         return keyPairs.length;

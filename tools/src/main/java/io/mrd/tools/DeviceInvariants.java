@@ -14,7 +14,8 @@ import java.util.Map;
 /**
  * {@link Invariants}' part about devices (docs/multi-device.md): the device table, and every MR's keys and
  * handle on each device. An MR in use (ACTIVE or DETACHED: still registered until collected) has keys on every
- * device of the daemon, each with an rkey exactly when it has remote access, device 0's equal to its record's;
+ * device of the daemon its access places it on ({@link Access#isOn}) and none on the others, each with an rkey
+ * exactly when it has remote access, device 0's equal to its record's (zeros when it is not placed there);
  * no two MRs share an lkey or a device handle on one device; a row has nothing past the daemon's devices, and a
  * FREE record's row is empty. Each violation is one line naming the MR, the device and the values.
  * <p>
@@ -24,6 +25,10 @@ import java.util.Map;
  */
 final class DeviceInvariants
 {
+    /** The record's keys of an MR not placed on device 0. */
+    private static final DeviceSnapshot.Keys NOT_PLACED =
+        new DeviceSnapshot.Keys(0, Access.NO_RKEY, MrDescriptor.NO_DEVICE_HANDLE);
+
     private DeviceInvariants()
     {
     }
@@ -49,7 +54,10 @@ final class DeviceInvariants
                 continue;
             }
             final String name = "MR " + mr.index();
-            checkDeviceHandle(name, mr, snapshot.header(), byHandle.getFirst(), violations);
+            if (Access.isOn(mr.access(), 0))
+            {
+                checkDeviceHandle(name, mr, snapshot.header(), byHandle.getFirst(), violations);
+            }
             checkRow(name, mr, snapshot.header(), devices, byLkey, byHandle, violations);
         }
         for (final Map.Entry<Integer, List<DeviceSnapshot.Keys>> row : devices.rows().entrySet())
@@ -142,15 +150,27 @@ final class DeviceInvariants
     {
         final DeviceSnapshot.Keys first = devices.keys(mr.index(), 0);
         final DeviceSnapshot.Keys record = new DeviceSnapshot.Keys(mr.lkey(), mr.rkey(), mr.deviceHandle());
-        if (!first.equals(record))
+        final boolean onFirst = Access.isOn(mr.access(), 0);
+        if (onFirst ? !first.equals(record) : !first.isEmpty() || !NOT_PLACED.equals(record))
         {
-            violations.add(name + ": " + describe(first) + " on device 0 in the MR key table, but " +
-                describe(record) + " in its record");
+            violations.add(name + ": " + describe(first) + " on device 0 in the MR key table, and " +
+                describe(record) + " in its record" + (onFirst ? ", which differ" : ", but its access " +
+                Access.describe(mr.access()) + " does not place it on device 0: both are " + describe(NOT_PLACED) +
+                " then, with an empty entry"));
         }
         for (int d = 1; d < devices.keyColumns(); d++)
         {
             final String on = name + " on device " + d + " (" + devices.devices().get(d).name() + ")";
             final DeviceSnapshot.Keys keys = devices.keys(mr.index(), d);
+            if (!Access.isOn(mr.access(), d))
+            {
+                if (!keys.isEmpty())
+                {
+                    violations.add(on + ": " + describe(keys) + " in the MR key table, but its access " +
+                        Access.describe(mr.access()) + " does not place it on that device");
+                }
+                continue;
+            }
             if (keys.isEmpty())
             {
                 violations.add(on + ": no keys: its row of the MR key table is empty, a secondary's cache of " +

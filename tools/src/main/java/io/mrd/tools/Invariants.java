@@ -168,7 +168,8 @@ public final class Invariants
                 violations.add(name + ": " + mr.stateName() + " at or beyond the high-water mark " +
                     snapshot.header().mrHighWater() + ", where readers never look");
             }
-            final Integer other = byLkey.putIfAbsent(mr.lkey(), mr.index());
+            // An MR not placed on device 0 has no key there (DeviceInvariants checks its record's zeros).
+            final Integer other = Access.isOn(mr.access(), 0) ? byLkey.putIfAbsent(mr.lkey(), mr.index()) : null;
             if (null != other)
             {
                 violations.add(name + ": lkey " + Format.key(mr.lkey()) + " is also the lkey of MR " + other);
@@ -241,11 +242,12 @@ public final class Invariants
      */
     private static void checkAccess(final String name, final ControlFileSnapshot.Mr mr, final List<String> violations)
     {
-        if ((mr.access() & ~Access.KNOWN) != 0 || (mr.access() & Access.LOCAL_WRITE) == 0)
+        if ((mr.access() & ~(Access.KNOWN | Access.PLACEMENT)) != 0 || (mr.access() & Access.LOCAL_WRITE) == 0)
         {
-            violations.add(name + ": access " + Access.describe(mr.access()) + " is not local-write plus remote flags");
+            violations.add(name + ": access " + Access.describe(mr.access()) + " is not local-write plus remote " +
+                "flags and a placement");
         }
-        if (!RemoteAccess.isRightRkey(mr.access(), mr.rkey()))
+        if (Access.isOn(mr.access(), 0) && !RemoteAccess.isRightRkey(mr.access(), mr.rkey()))
         {
             violations.add(name + ": rkey " + Format.key(mr.rkey()) + " with access " + Access.describe(mr.access()) +
                 ": an MR has an rkey exactly when it has remote access");

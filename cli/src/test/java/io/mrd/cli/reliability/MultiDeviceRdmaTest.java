@@ -11,6 +11,9 @@ import io.mrd.secondary.KeyPair;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
 import io.mrd.secondary.RegisteredMemory;
+import io.mrd.secondary.pool.BufferPool;
+import io.mrd.secondary.pool.PoolContext;
+import io.mrd.secondary.pool.PooledBuffer;
 import io.mrd.secondary.verbs.CompletionQueue;
 import io.mrd.secondary.verbs.Opcode;
 import io.mrd.secondary.verbs.QpCaps;
@@ -125,6 +128,81 @@ final class MultiDeviceRdmaTest
             Wait.await("every MR deregistered on both devices", WAIT, () ->
                 LiveObjects.of(library, client.verbs(0).context()).mrs() +
                     LiveObjects.of(library, client.verbs(1).context()).mrs(), mrs -> mrs == 0);
+            daemon.assertHealthy("at the end");
+        }
+    }
+
+    /**
+     * {@code Access.onDevices}: memory placed on device 1 alone is an MR there and none on device 0; its keys and
+     * a cache of device 1 move data on device 1, while device 0's keys and cache refuse it by name (a pool's
+     * buffers of that placement too), and a placement past the daemon's devices is refused at ALLOC. {@code mrd check} finds the MR key table right.
+     */
+    @Test
+    void memoryPlacedOnOneDeviceIsRegisteredThereAlone()
+    {
+        final Path library = EmulatedDevice.library();
+        final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString(),
+            EmulatedDevice.DEVICES_ENV, "2");
+        try (LiveDaemon daemon = daemons.launch("placed").in(dir).env(env).start(SoakTest.with(
+                SoakTest.SLOW_MACHINE, "--provider", "ibverbs", "--device", "all", "--max-memory", "256MiB",
+                "--list-size", "64MiB"));
+            MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("placed")
+                .ibverbsLibrary(library.toString())))
+        {
+            final int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.onDevices(1);
+            final RegisteredMemory src = client.allocateRegistered(LENGTH, access);
+            final RegisteredMemory dst = client.allocateRegistered(LENGTH, access);
+            assertEquals(1, KeyPair.lkey(src.keys(1)) >>> KEY_DEVICE_SHIFT, "device 1's lkey: " + src);
+            assertEquals(new LiveObjects(1, 0, 0, 0), LiveObjects.of(library, client.verbs(0).context()),
+                "mrdemu0: the daemon's PD, no MR");
+            assertEquals(new LiveObjects(1, 2, 0, 0), LiveObjects.of(library, client.verbs(1).context()),
+                "mrdemu1: the daemon's PD and the two MRs");
+
+            final MrdException keys0 = assertThrows(MrdException.class, () -> src.keys(0));
+            assertEquals(ErrorCode.EINVAL, keys0.code());
+            assertTrue(keys0.getMessage().contains("the memory is not registered on device 0"), keys0.oneLine());
+            assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, src::lkey).code(),
+                "the one-device lkey is device 0's");
+
+            assertEquals(KeyPair.lkey(src.keys(1)), client.newCache(1).lkey(src.segment().address() + 64, 64));
+            final MrdException cache0 = assertThrows(MrdException.class,
+                () -> client.newCache(0).lkey(src.segment().address() + 64, 64));
+            assertEquals(ErrorCode.EINVAL, cache0.code());
+            assertTrue(cache0.getMessage().contains("is in memory placed on other devices than this cache's " +
+                "device 0 (access local-write,remote-write,device-1)"), cache0.oneLine());
+
+            fill(src, (byte)'p');
+            assertEquals(WorkCompletions.SUCCESS, write(client.verbs(1), src, src.keys(1), dst, dst.keys(1)),
+                "a write on mrdemu1 with the keys of its placement");
+            assertBytes(dst, (byte)'p', "the write on mrdemu1");
+
+            // A pool of that placement: its buffers carry device 1's keys, and refuse device 0's.
+            try (BufferPool pool = BufferPool.open(client, new PoolContext().access(access)))
+            {
+                final PooledBuffer buffer = pool.acquire(4096);
+                assertEquals(1, KeyPair.lkey(buffer.keys(1)) >>> KEY_DEVICE_SHIFT, "a pooled buffer's device 1 lkey");
+                assertEquals(KeyPair.lkey(buffer.keys(1)), client.newCache(1).lkey(buffer.address(), 4096));
+                assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, buffer::lkey).code());
+                assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> buffer.keys(0)).code());
+                buffer.release();
+            }
+
+            final MrdException past = assertThrows(MrdException.class,
+                () -> client.allocateRegistered(LENGTH, Access.LOCAL_WRITE | Access.onDevices(0, 2)));
+            assertEquals(ErrorCode.EINVAL, past.code());
+            assertTrue(past.getMessage().contains("ALLOC places the memory on device 2, and the daemon has 2 " +
+                "devices (0 to 1)"), past.oneLine());
+            daemon.assertHealthy("with memory placed on device 1");
+            final String dump = daemon.mrd("dump").out();
+            assertTrue(dump.contains("device 0 mrdemu0      not placed (no MR)"), dump);
+            final String lookup = daemon.mrd("lookup", "0x" + Long.toHexString(src.segment().address())).out();
+            assertTrue(lookup.contains("device 0 mrdemu0      not placed (access local-write,remote-write,device-1)"),
+                lookup);
+
+            client.free(src);
+            client.free(dst);
+            Wait.await("both MRs deregistered on mrdemu1", WAIT, () ->
+                LiveObjects.of(library, client.verbs(1).context()).mrs(), mrs -> mrs == 0);
             daemon.assertHealthy("at the end");
         }
     }

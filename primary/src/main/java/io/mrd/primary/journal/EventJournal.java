@@ -68,7 +68,8 @@ public interface EventJournal extends AutoCloseable
 
     /**
      * {@link JournalEventType#MR_CREATED} with device 0's keys, then one {@link JournalEventType#MR_DEVICE_KEYS} per
-     * further device: a record has room for one pair of keys, and a one-device daemon's journal reads as before.
+     * further device it is placed on: a record has room for one pair of keys, and a one-device daemon's journal
+     * reads as before. Device 0's keys are 0 when the MR is not placed on it.
      */
     default void mrCreated(final int owner, final int slot, final Registration mr, final int mrFlags)
     {
@@ -76,6 +77,10 @@ public interface EventJournal extends AutoCloseable
         for (int device = 1; device < mr.deviceCount(); device++)
         {
             final Registration.DeviceMr keys = mr.on(device);
+            if (!keys.isPlaced())
+            {
+                continue;
+            }
             append(JournalEventType.MR_DEVICE_KEYS, 0, owner, slot, mr.address(), mr.length(), keys.lkey(),
                 keys.rkey(), device);
         }

@@ -233,10 +233,14 @@ final class MrTable
             .createdMs(System.currentTimeMillis())
             .deviceHandle(registration.deviceHandle());
         devices.clear(slot);
+        // A device the access does not place the range on keeps its entry empty: that is how a reader tells it.
         for (int device = 0; device < registration.deviceCount(); device++)
         {
             final Registration.DeviceMr mr = registration.on(device);
-            devices.keys(slot, device, mr.lkey(), mr.rkey(), mr.deviceHandle());
+            if (mr.isPlaced())
+            {
+                devices.keys(slot, device, mr.lkey(), mr.rkey(), mr.deviceHandle());
+            }
         }
         for (int n = coverage.live().nextSetBit(0); n >= 0; n = coverage.live().nextSetBit(n + 1))
         {

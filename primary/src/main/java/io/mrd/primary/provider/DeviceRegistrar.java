@@ -60,11 +60,13 @@ final class DeviceRegistrar
      * {@link Access#OPTIONAL_RANGE} compiled C calls {@code ibv_reg_mr_iova2}, so this does too; a library older
      * than rdma-core 28 lacks it, and then the optional flags are dropped, as devices may ignore them.
      *
+     * @param placed      the access, its placement included (which the device is not given).
      * @param pinnedBytes what mrd has pinned, for the message of an ENOMEM.
      * @throws MrdException the errno of {@code ibv_reg_mr}, named in the message with the device.
      */
-    Registration.DeviceMr register(final long address, final long length, final int access, final long pinnedBytes)
+    Registration.DeviceMr register(final long address, final long length, final int placed, final long pinnedBytes)
     {
+        final int access = Access.verbs(placed);
         final MemorySegment mr;
         final int errno;
         try

@@ -241,8 +241,8 @@ public final class IbverbsRegistrar implements Registrar
             pinned.release(length);
             throw ex;
         }
-        live.put(registration.handle(), registration);
-        faults.registered(registration.handle(), attempt);
+        live.put(registration.id(), registration);
+        faults.registered(registration.id(), attempt);
         return registration;
     }
 
@@ -253,7 +253,7 @@ public final class IbverbsRegistrar implements Registrar
      */
     public void beforePublish(final Registration registration)
     {
-        faults.beforePublish(registration.handle(), registration.deviceCount());
+        faults.beforePublish(registration.id(), registration.deviceCount());
     }
 
     /**
@@ -271,33 +271,47 @@ public final class IbverbsRegistrar implements Registrar
     }
 
     /**
-     * Steps 2 and 3: device 0 on this thread, the others on the pool; then, when any failed, the undo of those
-     * that did not. Every task is waited for before the undo, so that none registers after it.
+     * Steps 2 and 3 on the devices the access places the range on ({@link Access#isOn}): the first of them on
+     * this thread, the others on the pool; then, when any failed, the undo of those that did not. Every task is
+     * waited for before the undo, so that none registers after it.
      */
     private Registration registerOnEveryDevice(final long address, final long length, final int access,
         final long attempt)
     {
-        final List<Future<Registration.DeviceMr>> others = new ArrayList<>(devices.size() - 1);
-        for (int d = 1; d < devices.size(); d++)
+        final List<Future<Registration.DeviceMr>> tasks = new ArrayList<>(devices.size());
+        int first = -1;
+        for (int d = 0; d < devices.size(); d++)
         {
             final int device = d;
-            others.add(pool.submit(() -> registerOn(device, address, length, access, attempt)));
+            if (!Access.isOn(access, d))
+            {
+                tasks.add(null);
+            }
+            else if (first < 0)
+            {
+                first = d;
+                tasks.add(null);
+            }
+            else
+            {
+                tasks.add(pool.submit(() -> registerOn(device, address, length, access, attempt)));
+            }
         }
         final Registration.DeviceMr[] made = new Registration.DeviceMr[devices.size()];
         RuntimeException failure = null;
         try
         {
-            made[0] = registerOn(0, address, length, access, attempt);
+            made[first] = registerOn(first, address, length, access, attempt);
         }
         catch (final RuntimeException ex)
         {
             failure = ex;
         }
-        for (int d = 1; d < devices.size(); d++)
+        for (int d = first + 1; d < devices.size(); d++)
         {
             try
             {
-                made[d] = awaitUninterruptibly(others.get(d - 1));
+                made[d] = null == tasks.get(d) ? null : awaitUninterruptibly(tasks.get(d));
             }
             catch (final RuntimeException ex)
             {
@@ -308,6 +322,10 @@ public final class IbverbsRegistrar implements Registrar
         {
             undo(address, length, made, failure);
             throw failure;
+        }
+        for (int d = 0; d < made.length; d++)
+        {
+            made[d] = null == made[d] ? Registration.DeviceMr.NOT_PLACED : made[d];
         }
         return new Registration(address, length, made[0].lkey(), made[0].rkey(), made[0].handle(),
             made[0].deviceHandle(), List.of(made).subList(1, made.length));
@@ -438,18 +456,18 @@ public final class IbverbsRegistrar implements Registrar
      */
     public void deregister(final Registration registration)
     {
-        if (!live.remove(registration.handle(), registration))
+        if (!live.remove(registration.id(), registration))
         {
             throw new MrdException(ErrorCode.EINVAL, "registration lkey " +
                 Sizes.hex(registration.lkey() & 0xFFFF_FFFFL) + " of " + Sizes.format(registration.length()) +
                 " at " + Sizes.hex(registration.address()) + " is not live on " + deviceNames +
                 ": deregistered twice, or made by another provider");
         }
-        final BitSet gone = partlyDeregistered.getOrDefault(registration.handle(), new BitSet());
+        final BitSet gone = partlyDeregistered.getOrDefault(registration.id(), new BitSet());
         RuntimeException failure = null;
         for (int d = 0; d < registration.deviceCount(); d++)
         {
-            if (gone.get(d))
+            if (gone.get(d) || !registration.on(d).isPlaced())
             {
                 continue;
             }
@@ -466,11 +484,11 @@ public final class IbverbsRegistrar implements Registrar
         if (null != failure)
         {
             // Another try (close's) deregisters only the MRs still registered: the others' structs are freed.
-            partlyDeregistered.put(registration.handle(), gone);
-            live.put(registration.handle(), registration);
+            partlyDeregistered.put(registration.id(), gone);
+            live.put(registration.id(), registration);
             throw failure;
         }
-        partlyDeregistered.remove(registration.handle());
+        partlyDeregistered.remove(registration.id());
         pinned.release(registration.length());
     }
 

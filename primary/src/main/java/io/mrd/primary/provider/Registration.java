@@ -3,7 +3,9 @@ package io.mrd.primary.provider;
 import java.util.List;
 
 /**
- * A live registration: one range, registered on every device of the provider.
+ * A live registration: one range, registered on every device of the provider that its access places it on
+ * ({@link io.mrd.layout.Access#isOn}); on the others its MR is {@link DeviceMr#NOT_PLACED}, device 0's fields
+ * included.
  *
  * @param address first registered byte.
  * @param length  bytes registered.
@@ -34,7 +36,24 @@ public record Registration(
     }
 
     /**
-     * @return the devices the range is registered on.
+     * @return the provider's handle of the first device's MR that exists: what tells this registration from
+     * another while it lives (device 0's handle is 0 when the range is not placed on it).
+     */
+    public long id()
+    {
+        for (int device = 0; device < deviceCount(); device++)
+        {
+            final DeviceMr mr = on(device);
+            if (mr.isPlaced())
+            {
+                return mr.handle();
+            }
+        }
+        throw new IllegalStateException("a registration placed on no device: " + this);
+    }
+
+    /**
+     * @return the devices of the provider, those the range is registered on and those it is not placed on.
      */
     public int deviceCount()
     {
@@ -61,5 +80,17 @@ public record Registration(
      */
     public record DeviceMr(int lkey, int rkey, long handle, int deviceHandle)
     {
+        /**
+         * No MR: the range is not placed on the device. Its keys are what the daemon writes for it (an empty row
+         * of the MR key table, the record's keys when it is device 0).
+         */
+        public static final DeviceMr NOT_PLACED =
+            new DeviceMr(0, io.mrd.layout.Access.NO_RKEY, 0, io.mrd.layout.MrDescriptor.NO_DEVICE_HANDLE);
+
+        /** @return false for {@link #NOT_PLACED}. */
+        public boolean isPlaced()
+        {
+            return !NOT_PLACED.equals(this);
+        }
     }
 }

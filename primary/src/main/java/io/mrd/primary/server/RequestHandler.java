@@ -167,7 +167,7 @@ final class RequestHandler
         {
             engine.checkRegistersInOneMr(length);
         }
-        final Allocation allocation = engine.allocate(length, clientId, Access.granted(access, "ALLOC"));
+        final Allocation allocation = engine.allocate(length, clientId, placed(access, "ALLOC"));
         if (!register)
         {
             return new Message.Allocated(ErrorCode.OK, "", allocation.address(), allocation.length(),
@@ -202,6 +202,18 @@ final class RequestHandler
     }
 
     /**
+     * @return the access granted for {@code access}, whose placement names only devices of this daemon (a
+     * daemon without a device has device 0 alone: its registrations).
+     * @throws MrdException EINVAL for unknown flags or a device the daemon does not have.
+     */
+    private int placed(final int access, final String what)
+    {
+        final int granted = Access.granted(access, what);
+        Access.requirePlacedWithin(granted, Math.max(1, devices.size()), what);
+        return granted;
+    }
+
+    /**
      * The checks of REG_EXTERNAL that need no fd, made before the session asks for one.
      *
      * @return null when the length and access may be registered, else what is wrong with them.
@@ -210,7 +222,7 @@ final class RequestHandler
     {
         try
         {
-            Access.granted(access, "REG_EXTERNAL");
+            placed(access, "REG_EXTERNAL");
         }
         catch (final MrdException ex)
         {

@@ -91,6 +91,37 @@ final class MultiDeviceRegistrarTest
     }
 
     @Test
+    void aPlacedRegistrationIsAnMrOnTheDevicesOfItsPlacementOnly()
+    {
+        final IbverbsRegistrar ibverbs = registrar(ProviderConfig.ALL_DEVICES);
+        final MemorySegment buffer = memory.allocate(2 * MIB, 4096);
+
+        final Registration registration = ibverbs.register(buffer.address(), 2 * MIB,
+            Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.onDevices(1, 3));
+        assertEquals(4, registration.deviceCount(), "one entry per device of the daemon");
+        for (int device = 0; device < 4; device++)
+        {
+            final boolean placed = 1 == device || 3 == device;
+            assertEquals(placed, registration.on(device).isPlaced(), "placed on device " + device);
+            assertEquals(placed ? 1 : 0, mrsOn(ibverbs, device), "MRs on device " + device);
+            if (placed)
+            {
+                assertEquals(device, registration.on(device).lkey() >>> 26, "device of its lkey");
+            }
+        }
+        assertEquals(Registration.DeviceMr.NOT_PLACED, registration.on(0), "no MR on device 0, none in its fields");
+        assertEquals(2 * MIB, ibverbs.pinnedBytes());
+
+        ibverbs.deregister(registration);
+        for (int device = 0; device < 4; device++)
+        {
+            assertEquals(0, mrsOn(ibverbs, device), "MRs on device " + device + " after deregistering");
+        }
+        assertEquals(0, ibverbs.pinnedBytes());
+        assertEquals(0, ibverbs.liveCount());
+    }
+
+    @Test
     void aListOpensThoseDevicesInItsOrder()
     {
         final IbverbsRegistrar ibverbs = registrar("mrdemu2, mrdemu0");

@@ -269,7 +269,7 @@ class MrdServerTest
             assertEquals(0, fixture.counter(MrdCounter.BYTES_PINNED));
             assertEquals(0, fixture.counter(MrdCounter.MRS_ACTIVE));
 
-            final Message.Reply access = client.request(5, new Message.Alloc(SEGMENT, 0x100));
+            final Message.Reply access = client.request(5, new Message.Alloc(SEGMENT, 0x10000));
             assertEquals(ErrorCode.EINVAL, access.status());
             final Message.Reply tooBig = client.request(6, new Message.Alloc(Sizes.GIB, 0));
             assertEquals(ErrorCode.ENOMEM, tooBig.status());

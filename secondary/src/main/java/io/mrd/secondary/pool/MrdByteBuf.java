@@ -100,7 +100,8 @@ public final class MrdByteBuf extends UnpooledDirectByteBuf
 
     /**
      * @return the memory's keys on device {@code device}, packed as {@link io.mrd.secondary.KeyPair#pack}.
-     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     * @throws io.mrd.layout.MrdException EINVAL for a device the daemon does not have, or one the memory is not
+     *                                     placed on.
      */
     public long keys(final int device)
     {

@@ -92,7 +92,8 @@ public final class PooledBuffer
      * @return the slab's keys on that device, packed as {@link KeyPair#pack}: what a queue pair of that device
      * posts with.
      * @throws io.mrd.secondary.DaemonDeadException once the daemon is lost ({@link DaemonLiveness}).
-     * @throws IndexOutOfBoundsException for a device the daemon does not register on.
+     * @throws io.mrd.layout.MrdException EINVAL for a device the daemon does not have, or one the memory is not
+     *                                     placed on.
      */
     public long keys(final int device)
     {

@@ -1,6 +1,7 @@
 package io.mrd.secondary.pool;
 
 import io.mrd.secondary.DaemonLiveness;
+import io.mrd.secondary.KeyPair;
 import io.mrd.secondary.MrdClient;
 import io.mrd.secondary.RegisteredMemory;
 
@@ -46,12 +47,8 @@ public interface SlabSource
             public SlabMemory allocate(final long length, final int access)
             {
                 final RegisteredMemory memory = client.allocateRegistered(length, access);
-                final long[] keys = new long[memory.deviceCount()];
-                for (int device = 0; device < keys.length; device++)
-                {
-                    keys[device] = memory.keys(device);
-                }
-                return new SlabMemory(memory.segment(), memory.lkey(), memory.rkey(), keys);
+                final long[] keys = memory.keysByDevice();
+                return new SlabMemory(memory.segment(), KeyPair.lkey(keys[0]), KeyPair.rkey(keys[0]), keys);
             }
 
             public void free(final SlabMemory memory)

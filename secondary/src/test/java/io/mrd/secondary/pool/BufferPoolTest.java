@@ -222,7 +222,7 @@ class BufferPoolTest
         assertRefused(new PoolContext().slabSize(3 << 20), "slabSize 3145728 must be a multiple of 2MiB");
         assertRefused(new PoolContext().maxClassSize(4 << 20), "maxClassSize 4MiB is larger than slabSize 2MiB");
         assertRefused(new PoolContext().threadCacheBuffers(-1), "threadCacheBuffers -1");
-        assertRefused(new PoolContext().access(1 << 9), "unknown bits 0x200");
+        assertRefused(new PoolContext().access(1 << 16), "unknown bits 0x10000");
         assertEquals(0, source.requested().size());
     }
 
