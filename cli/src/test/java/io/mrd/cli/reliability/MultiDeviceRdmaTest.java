@@ -63,13 +63,8 @@ final class MultiDeviceRdmaTest
     void eachDeviceMovesDataWithItsOwnKeysAndRefusesTheOthers()
     {
         final Path library = EmulatedDevice.library();
-        final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString(),
-            EmulatedDevice.DEVICES_ENV, "2");
-        try (LiveDaemon daemon = daemons.launch("multi-device").in(dir).env(env).start(SoakTest.with(
-                SoakTest.SLOW_MACHINE, "--provider", "ibverbs", "--device", "all", "--max-memory", "256MiB",
-                "--list-size", "64MiB"));
-            MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("crossing")
-                .ibverbsLibrary(library.toString())))
+        try (LiveDaemon daemon = startOnTwoDevices(library, "multi-device");
+            MrdClient client = attach(library, "crossing"))
         {
             assertEquals(2, client.deviceCount());
             assertEquals("mrdemu0", client.deviceName(0));
@@ -141,13 +136,8 @@ final class MultiDeviceRdmaTest
     void memoryPlacedOnOneDeviceIsRegisteredThereAlone()
     {
         final Path library = EmulatedDevice.library();
-        final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString(),
-            EmulatedDevice.DEVICES_ENV, "2");
-        try (LiveDaemon daemon = daemons.launch("placed").in(dir).env(env).start(SoakTest.with(
-                SoakTest.SLOW_MACHINE, "--provider", "ibverbs", "--device", "all", "--max-memory", "256MiB",
-                "--list-size", "64MiB"));
-            MrdClient client = MrdClient.attach(new ClientContext().dir(dir).name("placed")
-                .ibverbsLibrary(library.toString())))
+        try (LiveDaemon daemon = startOnTwoDevices(library, "placed");
+            MrdClient client = attach(library, "placed"))
         {
             final int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.onDevices(1);
             final RegisteredMemory src = client.allocateRegistered(LENGTH, access);
@@ -205,6 +195,20 @@ final class MultiDeviceRdmaTest
                 LiveObjects.of(library, client.verbs(1).context()).mrs(), mrs -> mrs == 0);
             daemon.assertHealthy("at the end");
         }
+    }
+
+    /** A daemon on {@code mrdemu0} and {@code mrdemu1} ({@code MRDEMU_DEVICES=2}, {@code --device all}). */
+    private LiveDaemon startOnTwoDevices(final Path library, final String name)
+    {
+        final Map<String, String> env = Map.of(EmulatedDevice.LIBRARY_ENV, library.toString(),
+            EmulatedDevice.DEVICES_ENV, "2");
+        return daemons.launch(name).in(dir).env(env).start(SoakTest.with(SoakTest.SLOW_MACHINE, "--provider",
+            "ibverbs", "--device", "all", "--max-memory", "256MiB", "--list-size", "64MiB"));
+    }
+
+    private MrdClient attach(final Path library, final String name)
+    {
+        return MrdClient.attach(new ClientContext().dir(dir).name(name).ibverbsLibrary(library.toString()));
     }
 
     private static void assertKeysOfTheirDevice(final RegisteredMemory memory)

@@ -82,12 +82,7 @@ final class MultiDeviceRegistrarTest
         assertEquals(4 * MIB, ibverbs.pinnedBytes(), "pinned once, whatever the device count");
 
         ibverbs.deregister(registration);
-        for (int device = 0; device < 4; device++)
-        {
-            assertEquals(0, mrsOn(ibverbs, device), "MRs on device " + device + " after deregistering");
-        }
-        assertEquals(0, ibverbs.pinnedBytes());
-        assertEquals(0, ibverbs.liveCount());
+        assertNothingLeft(ibverbs, "after deregistering");
     }
 
     @Test
@@ -113,12 +108,7 @@ final class MultiDeviceRegistrarTest
         assertEquals(2 * MIB, ibverbs.pinnedBytes());
 
         ibverbs.deregister(registration);
-        for (int device = 0; device < 4; device++)
-        {
-            assertEquals(0, mrsOn(ibverbs, device), "MRs on device " + device + " after deregistering");
-        }
-        assertEquals(0, ibverbs.pinnedBytes());
-        assertEquals(0, ibverbs.liveCount());
+        assertNothingLeft(ibverbs, "after deregistering");
     }
 
     @Test
@@ -158,16 +148,22 @@ final class MultiDeviceRegistrarTest
         final MrdException ex = assertThrows(MrdException.class,
             () -> ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE));
         assertEquals("ENOMEM: injected failure at REGISTER of registration #1 on device 3", ex.oneLine());
-        for (int device = 0; device < 4; device++)
-        {
-            assertEquals(0, mrsOn(ibverbs, device), "MRs on device " + device);
-        }
-        assertEquals(0, ibverbs.pinnedBytes());
-        assertEquals(0, ibverbs.liveCount());
+        assertNothingLeft(ibverbs, "after the failure");
 
         final Registration next = ibverbs.register(buffer.address(), MIB, Access.LOCAL_WRITE);
         assertEquals(4, next.deviceCount(), "the next registration is on every device");
         ibverbs.deregister(next);
+    }
+
+    /** No MR on any device, nothing pinned, no registration live. */
+    private static void assertNothingLeft(final IbverbsRegistrar ibverbs, final String when)
+    {
+        for (int device = 0; device < 4; device++)
+        {
+            assertEquals(0, mrsOn(ibverbs, device), "MRs on device " + device + " " + when);
+        }
+        assertEquals(0, ibverbs.pinnedBytes(), "pinned bytes " + when);
+        assertEquals(0, ibverbs.liveCount(), "live registrations " + when);
     }
 
     private void refused(final ErrorCode code, final String devices, final String expected)
