@@ -35,7 +35,7 @@ class CacheOverflowTest
     @Test
     void lookupsStayRightThroughTheSlowPathAndTheFastPathComesBack()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).geometry(2, 64, SEG)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).geometry(2, 64, SEG)
             .mrCapacity(128).cacheCapacity(CACHE_CAPACITY).extend(false)))
         {
             final List<Allocation> allocations = new ArrayList<>();
@@ -115,7 +115,7 @@ class CacheOverflowTest
     @Test
     void aRebuildThatCannotFitKeepsTheFlagAndLookupsRight()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).geometry(2, 64, SEG)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).geometry(2, 64, SEG)
             .mrCapacity(128).cacheCapacity(CACHE_CAPACITY).extend(false)))
         {
             final List<Allocation> allocations = new ArrayList<>();

@@ -52,7 +52,7 @@ class ConcurrentCreateTest
         {
             for (int round = 0; round < ROUNDS; round++)
             {
-                try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(extend)
+                try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(extend)
                     .provider(provider)))
                 {
                     runRound(f, pool, round, extend);
@@ -143,7 +143,7 @@ class ConcurrentCreateTest
         {
             for (int round = 0; round < ROUNDS; round++)
             {
-                try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(extend)
+                try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(extend)
                     .provider(provider)))
                 {
                     f.registrar.maxRegionLength = maxRegionLength;
@@ -206,7 +206,7 @@ class ConcurrentCreateTest
                         }
                     }
                     f.checkInvariants();
-                    for (final EngineFixture.Mr mr : f.activeMrs())
+                    for (final RecordedMr mr : f.activeMrs())
                     {
                         assertTrue(mr.length() <= maxRegionLength, "MR longer than the limit: " + mr);
                     }
@@ -306,11 +306,11 @@ class ConcurrentCreateTest
         final Map<Long, Integer> agreed)
     {
         f.checkInvariants();
-        final List<EngineFixture.Mr> active = f.activeMrs();
+        final List<RecordedMr> active = f.activeMrs();
         for (final long segment : segments)
         {
             int owners = 0;
-            for (final EngineFixture.Mr mr : active)
+            for (final RecordedMr mr : active)
             {
                 for (final MrEntry chunk : mr.chunks())
                 {

@@ -20,11 +20,8 @@ import io.mrd.primary.DaemonCounters;
 import io.mrd.primary.memory.MemoryConfig;
 import io.mrd.primary.memory.MemoryManager;
 import io.mrd.primary.memory.MemsegList;
-import io.mrd.primary.provider.ProviderConfig;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registrars;
-import io.mrd.primary.provider.Registration;
-import io.mrd.primary.provider.SharedDevice;
 import org.agrona.concurrent.SystemEpochClock;
 import org.agrona.concurrent.UnsafeBuffer;
 import org.agrona.concurrent.errors.DistinctErrorLog;
@@ -36,9 +33,6 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
-import java.util.function.Consumer;
 
 import static io.mrd.layout.sys.Sizes.hex;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -58,82 +52,7 @@ final class EngineFixture implements AutoCloseable
 {
     static final long SEGMENT = 2 * Sizes.MIB;
 
-    /**
-     * What an engine is built with; defaults: 2 lists of 16 segments of 2 MiB, 64 MRs, 1024 cache entries,
-     * {@code --mr-ext-memseg}, the soft provider without limits.
-     */
-    record Options(
-        long base,
-        int lists,
-        int segmentsPerList,
-        long segmentSize,
-        int mrCapacity,
-        int cacheCapacity,
-        boolean extendToContiguousChunk,
-        ProviderConfig provider)
-    {
-        static Options at(final long base)
-        {
-            return new Options(base, 2, 16, SEGMENT, 64, 1024, true, ProviderConfig.defaults());
-        }
-
-        Options geometry(final int lists, final int segmentsPerList, final long segmentSize)
-        {
-            return new Options(base, lists, segmentsPerList, segmentSize, mrCapacity, cacheCapacity,
-                extendToContiguousChunk, provider);
-        }
-
-        Options mrCapacity(final int mrCapacity)
-        {
-            return new Options(base, lists, segmentsPerList, segmentSize, mrCapacity, cacheCapacity,
-                extendToContiguousChunk, provider);
-        }
-
-        Options cacheCapacity(final int cacheCapacity)
-        {
-            return new Options(base, lists, segmentsPerList, segmentSize, mrCapacity, cacheCapacity,
-                extendToContiguousChunk, provider);
-        }
-
-        Options extend(final boolean extendToContiguousChunk)
-        {
-            return new Options(base, lists, segmentsPerList, segmentSize, mrCapacity, cacheCapacity,
-                extendToContiguousChunk, provider);
-        }
-
-        Options provider(final ProviderConfig provider)
-        {
-            return new Options(base, lists, segmentsPerList, segmentSize, mrCapacity, cacheCapacity,
-                extendToContiguousChunk, provider);
-        }
-    }
-
-    /**
-     * One MR record as the control file holds it, with its live chunks.
-     */
-    record Mr(
-        int slot,
-        int state,
-        int lkey,
-        int rkey,
-        int access,
-        long start,
-        long end,
-        int listIndex,
-        int msBaseIdx,
-        int msN,
-        int msBmpN,
-        boolean external,
-        int owner,
-        List<MrEntry> chunks)
-    {
-        long length()
-        {
-            return end - start;
-        }
-    }
-
-    final Options options;
+    final EngineOptions options;
     final Path dir;
     final ControlFile ctl;
     final DaemonCounters counters;
@@ -147,7 +66,7 @@ final class EngineFixture implements AutoCloseable
     private final List<MemorySegment> externals = new ArrayList<>();
     private boolean closed;
 
-    EngineFixture(final Options options)
+    EngineFixture(final EngineOptions options)
     {
         this.options = options;
         dir = TestDirs.create("mr");
@@ -293,10 +212,10 @@ final class EngineFixture implements AutoCloseable
     /**
      * @return every MR record below the high-water mark that is not FREE.
      */
-    List<Mr> mrs()
+    List<RecordedMr> mrs()
     {
         final MrChunks chunks = new MrChunks(ctl);
-        final List<Mr> result = new ArrayList<>();
+        final List<RecordedMr> result = new ArrayList<>();
         final int highWater = ctl.header().mrHighWater();
         for (int slot = 0; slot < highWater; slot++)
         {
@@ -328,13 +247,13 @@ final class EngineFixture implements AutoCloseable
                 }
                 live.add(chunk);
             }
-            result.add(new Mr(slot, state, lkey, rkey, access, start, end, listIndex, msBaseIdx, msN, msBmpN, external, owner,
-                List.copyOf(live)));
+            result.add(new RecordedMr(slot, state, lkey, rkey, access, start, end, listIndex, msBaseIdx, msN, msBmpN,
+                external, owner, List.copyOf(live)));
         }
         return result;
     }
 
-    List<Mr> activeMrs()
+    List<RecordedMr> activeMrs()
     {
         return mrs().stream().filter(mr -> mr.state() == MrDescriptor.STATE_ACTIVE).toList();
     }
@@ -404,9 +323,9 @@ final class EngineFixture implements AutoCloseable
     /**
      * @return the address's lkey according to the ACTIVE MRs' live chunks, or null when none holds it.
      */
-    static Integer expectedLkey(final List<Mr> active, final long address)
+    static Integer expectedLkey(final List<RecordedMr> active, final long address)
     {
-        for (final Mr mr : active)
+        for (final RecordedMr mr : active)
         {
             for (final MrEntry chunk : mr.chunks())
             {
@@ -470,9 +389,9 @@ final class EngineFixture implements AutoCloseable
     void checkInvariants()
     {
         // Every record that is not FREE must be ACTIVE: the calls that detach MRs collect them before returning.
-        final List<Mr> active = mrs();
+        final List<RecordedMr> active = mrs();
         final String state = describe();
-        for (final Mr mr : active)
+        for (final RecordedMr mr : active)
         {
             assertEquals(MrDescriptor.STATE_ACTIVE, mr.state(), "record left DETACHED after GC: " + mr + "\n" + state);
         }
@@ -485,7 +404,7 @@ final class EngineFixture implements AutoCloseable
         // Records.
         final long seg = options.segmentSize();
         long pinned = 0;
-        for (final Mr mr : active)
+        for (final RecordedMr mr : active)
         {
             pinned += mr.length();
             assertFalse(mr.chunks().isEmpty(), "ACTIVE MR without live chunks: " + mr + "\n" + state);
@@ -542,7 +461,7 @@ final class EngineFixture implements AutoCloseable
                 assertTrue(cache.get(i - 1).end <= e.start, "cache unsorted or overlapping at " + i + "\n" + state);
             }
             int containing = 0;
-            for (final Mr mr : active)
+            for (final RecordedMr mr : active)
             {
                 for (final MrEntry chunk : mr.chunks())
                 {
@@ -611,7 +530,7 @@ final class EngineFixture implements AutoCloseable
         final StringBuilder sb = new StringBuilder();
         sb.append("devGen ").append(devGen()).append(" overflow ").append(overflow()).append(" pinned ")
             .append(Sizes.format(registrar.pinnedBytes())).append('\n');
-        for (final Mr mr : mrs())
+        for (final RecordedMr mr : mrs())
         {
             sb.append("  MR ").append(mr.slot()).append(' ').append(MrDescriptor.stateName(mr.state()))
                 .append(" lkey ").append(hex(mr.lkey() & 0xFFFF_FFFFL)).append(" [").append(hex(mr.start()))
@@ -623,102 +542,6 @@ final class EngineFixture implements AutoCloseable
         return sb.toString();
     }
 
-    // ---------------------------------------------------------------------------------------------------------
-
-    /**
-     * A provider that counts what the engine asked of it.
-     */
-    static final class CountingRegistrar implements Registrar
-    {
-        final Registrar delegate;
-        final AtomicInteger registrations = new AtomicInteger();
-        final AtomicInteger failures = new AtomicInteger();
-        final AtomicInteger deregistrations = new AtomicInteger();
-
-        CountingRegistrar(final Registrar delegate)
-        {
-            this.delegate = delegate;
-        }
-
-        public String name()
-        {
-            return delegate.name();
-        }
-
-        /**
-         * Runs before each registration reaches the provider, with no engine lock held: where a test injects
-         * latency (a sleep, or a latch) or a failure (by throwing).
-         */
-        volatile BiConsumer<Long, Long> beforeRegister = (address, length) -> {};
-        /** What {@link #maxRegionLength} answers: the device's max_mr_size a test plays. */
-        volatile long maxRegionLength = Long.MAX_VALUE;
-
-        public long maxRegionLength()
-        {
-            return maxRegionLength;
-        }
-
-        public Registration register(final long address, final long length, final int access)
-        {
-            try
-            {
-                beforeRegister.accept(address, length);
-                final Registration registration = delegate.register(address, length, access);
-                registrations.incrementAndGet();
-                return registration;
-            }
-            catch (final RuntimeException ex)
-            {
-                failures.incrementAndGet();
-                throw ex;
-            }
-        }
-
-        /** Runs before each deregistration reaches the provider, to observe the engine at that moment. */
-        volatile Consumer<Registration> beforeDeregister = registration -> {};
-
-        public Registration adopt(final Registration recorded, final int access)
-        {
-            return delegate.adopt(recorded, access);
-        }
-
-        public void deregister(final Registration registration)
-        {
-            beforeDeregister.accept(registration);
-            deregistrations.incrementAndGet();
-            delegate.deregister(registration);
-        }
-
-        public long pinnedBytes()
-        {
-            return delegate.pinnedBytes();
-        }
-
-        public Optional<SharedDevice> sharedDevice()
-        {
-            return delegate.sharedDevice();
-        }
-
-        public List<SharedDevice> sharedDevices()
-        {
-            return delegate.sharedDevices();
-        }
-
-        public void beforePublish(final Registration registration)
-        {
-            delegate.beforePublish(registration);
-        }
-
-        int live()
-        {
-            return registrations.get() - deregistrations.get();
-        }
-
-        public void close()
-        {
-            delegate.close();
-        }
-    }
 
     // ---------------------------------------------------------------------------------------------------------
 

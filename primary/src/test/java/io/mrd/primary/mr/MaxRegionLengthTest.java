@@ -25,7 +25,7 @@ class MaxRegionLengthTest
     @Test
     void aChunkLongerThanTheLimitIsRegisteredPieceByPiece()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             // 3.5 segments: rounded down to 3.
             f.registrar.maxRegionLength = 3 * SEG + SEG / 2;
@@ -50,7 +50,7 @@ class MaxRegionLengthTest
             assertEquals(a.address() + 5 * SEG, middle.end);
             f.checkInvariants();
             assertEquals(4, f.activeMrs().size());
-            for (final EngineFixture.Mr mr : f.activeMrs())
+            for (final RecordedMr mr : f.activeMrs())
             {
                 assertTrue(mr.length() <= 3 * SEG, "MR longer than the limit: " + mr);
             }
@@ -63,7 +63,7 @@ class MaxRegionLengthTest
     @Test
     void aLimitBelowOneSegmentIsRefusedNamingMaxMrSizeAndTheSegment()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             f.registrar.maxRegionLength = SEG - 4096;
             final Allocation a = f.engine.allocate(SEG, 1);
@@ -81,7 +81,7 @@ class MaxRegionLengthTest
     @Test
     void anAllocationWithRegistrationLongerThanTheLimitIsRefusedNamingWhatToDo()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             f.registrar.maxRegionLength = 3 * SEG;
             assertDoesNotThrow(() -> f.engine.checkRegistersInOneMr(3 * SEG));

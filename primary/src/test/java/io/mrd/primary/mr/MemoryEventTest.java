@@ -37,7 +37,7 @@ class MemoryEventTest
     @Test
     void freeingTheMiddleOfAnMrSplitsItsChunkAndFreeingTheRestCollectsIt()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             final Allocation a = f.engine.allocate(6 * SEG, 1);
             final MrEntry entry = f.engine.createMr(a.address() + 3 * SEG + 100, 1);
@@ -54,7 +54,7 @@ class MemoryEventTest
             final long devGen = f.devGen();
             f.engine.freeMemory(a.address() + 2 * SEG, 2 * SEG, 1);
             assertEquals(devGen + 1, f.devGen(), "one free event, one devGen");
-            EngineFixture.Mr mr = f.activeMrs().getFirst();
+            RecordedMr mr = f.activeMrs().getFirst();
             assertEquals(slot, mr.slot());
             assertEquals(4, mr.msN());
             assertEquals(6, mr.msBmpN());
@@ -131,7 +131,7 @@ class MemoryEventTest
     @Test
     void aFreeReleasesItsPagesOnlyAfterAnotherThreadsCollectionOfItsMrIsDone() throws Exception
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             final Allocation a = f.engine.allocate(2 * SEG, 1);
             final int lkey = f.engine.createMr(a.address(), 1).lkey;
@@ -214,7 +214,7 @@ class MemoryEventTest
     @Test
     void freeingMemoryNoMrCoversInvalidatesNothing()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             final Allocation registered = f.engine.allocate(2 * SEG, 1);
             final Allocation gap = f.engine.allocate(SEG, 1);
@@ -234,7 +234,7 @@ class MemoryEventTest
     @Test
     void reclaimFreesOneOwnersMemoryAndExternalsOnly()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             // Owners 1 and 2 interleaved, so that owner 1's MR spans owner 2's segments too.
             final Allocation a1 = f.engine.allocate(2 * SEG, 1);
@@ -259,7 +259,7 @@ class MemoryEventTest
             assertEquals(List.of(b1.address(), b2.address()), ranges.stream().map(FreedRange::address).toList());
             assertTrue(f.devGen() > devGen, "reclaim is an invalidating event");
             f.checkInvariants();
-            assertEquals(List.of(spanning.lkey, e1.lkey), f.activeMrs().stream().map(EngineFixture.Mr::lkey).toList());
+            assertEquals(List.of(spanning.lkey, e1.lkey), f.activeMrs().stream().map(RecordedMr::lkey).toList());
             assertEquals(spanning.lkey, f.secondaryLookup(a1.address()));
             assertEquals(spanning.lkey, f.secondaryLookup(a2.address()));
             assertNull(f.secondaryLookup(b1.address()), "owner 2's segments leave owner 1's MR");
@@ -286,7 +286,7 @@ class MemoryEventTest
     @Test
     void reclaimSurvivesAnExternalDeregisteredMeanwhile()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)))
         {
             final Allocation keep = f.engine.allocate(SEG, 1);
             final int kept = f.engine.createMr(keep.address(), 1).lkey;
@@ -343,7 +343,7 @@ class MemoryEventTest
     @Test
     void closeReleasesEveryMr()
     {
-        final EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE));
+        final EngineFixture f = new EngineFixture(EngineOptions.at(BASE));
         try
         {
             final Allocation a = f.engine.allocate(3 * SEG, 1);

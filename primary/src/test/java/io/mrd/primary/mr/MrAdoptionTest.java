@@ -5,7 +5,6 @@ import io.mrd.layout.MrDescriptor;
 import io.mrd.layout.MrdException;
 import io.mrd.primary.journal.EventJournal;
 import io.mrd.primary.memory.Allocation;
-import io.mrd.primary.mr.EngineFixture.Mr;
 import io.mrd.primary.provider.Registrar;
 import io.mrd.primary.provider.Registration;
 import io.mrd.testing.BaseAddresses;
@@ -33,7 +32,7 @@ final class MrAdoptionTest
     @Test
     void aDetachedRecordWhoseMrIsGoneIsClearedAndTheRestAdopted() throws Exception
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false)))
         {
             final Allocation kept = f.engine.allocate(EngineFixture.SEGMENT, 1);
             final int keptLkey = f.engine.createMr(kept.address(), 1).lkey;
@@ -51,14 +50,14 @@ final class MrAdoptionTest
             try
             {
                 assertTrue(inDeregistration.await(30, TimeUnit.SECONDS), "the collector reached the deregistration");
-                final Mr detached = only(f.mrs(), goneLkey);
+                final RecordedMr detached = only(f.mrs(), goneLkey);
                 assertEquals(MrDescriptor.STATE_DETACHED, detached.state());
 
                 final DeviceAfterTheCrash device = new DeviceAfterTheCrash(goneLkey);
                 final MrEngine successor = MrEngine.adopting(f.ctl, f.memory, device, f.counters, f.errorLog, false,
                     EventJournal.OFF);
                 assertEquals(1, successor.adoptedMrs(), "the ACTIVE MR is adopted");
-                assertEquals(List.of(keptLkey), f.mrs().stream().map(Mr::lkey).toList(),
+                assertEquals(List.of(keptLkey), f.mrs().stream().map(RecordedMr::lkey).toList(),
                     "the gone MR's record is cleared, the kept one is left as it was");
                 assertEquals(List.of(), device.deregistered, "nothing is deregistered: the gone MR was already");
                 assertEquals(List.of(goneLkey, keptLkey).stream().sorted().toList(),
@@ -75,7 +74,7 @@ final class MrAdoptionTest
     @Test
     void anActiveRecordTheProviderRefusesStillFailsTheAdoption()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false)))
         {
             final Allocation allocation = f.engine.allocate(EngineFixture.SEGMENT, 1);
             final int lkey = f.engine.createMr(allocation.address(), 1).lkey;
@@ -85,9 +84,9 @@ final class MrAdoptionTest
         }
     }
 
-    private static Mr only(final List<Mr> mrs, final int lkey)
+    private static RecordedMr only(final List<RecordedMr> mrs, final int lkey)
     {
-        final List<Mr> found = mrs.stream().filter(mr -> mr.lkey() == lkey).toList();
+        final List<RecordedMr> found = mrs.stream().filter(mr -> mr.lkey() == lkey).toList();
         assertEquals(1, found.size(), mrs.toString());
         return found.getFirst();
     }

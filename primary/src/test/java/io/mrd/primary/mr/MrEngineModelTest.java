@@ -128,7 +128,7 @@ class MrEngineModelTest
 
     private static void run(final List<Op> ops, final boolean extend, final long maxRegionLength) throws Exception
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).geometry(LISTS, SEGMENTS, SEG)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).geometry(LISTS, SEGMENTS, SEG)
             .extend(extend)))
         {
             f.registrar.maxRegionLength = maxRegionLength;
@@ -443,7 +443,7 @@ class MrEngineModelTest
             final String state = "concurrent creates at " + addresses.stream().map(Sizes::hex).toList() + "\n" +
                 f.describe();
             int added = 0;
-            for (final EngineFixture.Mr mr : f.activeMrs())
+            for (final RecordedMr mr : f.activeMrs())
             {
                 final ModelMr known = before.get(mr.lkey());
                 if (null != known)
@@ -724,15 +724,15 @@ class MrEngineModelTest
         void compare(final String what)
         {
             final String state = what + "\n" + f.describe();
-            final Map<Integer, EngineFixture.Mr> active = new HashMap<>();
-            for (final EngineFixture.Mr mr : f.activeMrs())
+            final Map<Integer, RecordedMr> active = new HashMap<>();
+            for (final RecordedMr mr : f.activeMrs())
             {
                 assertNull(active.put(mr.lkey(), mr), "two ACTIVE MRs with lkey " + hex(mr.lkey()) + "\n" + state);
             }
             assertEquals(mrs.keySet(), active.keySet(), "live lkeys\n" + state);
             for (final ModelMr expected : mrs.values())
             {
-                final EngineFixture.Mr mr = active.get(expected.lkey());
+                final RecordedMr mr = active.get(expected.lkey());
                 assertEquals(expected.start(), mr.start(), "start of " + hex(expected.lkey()) + "\n" + state);
                 assertEquals(expected.end(), mr.end(), "end of " + hex(expected.lkey()) + "\n" + state);
                 assertEquals(expected.external(), mr.external(), state);

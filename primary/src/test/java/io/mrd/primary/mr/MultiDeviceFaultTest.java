@@ -90,7 +90,7 @@ final class MultiDeviceFaultTest
     {
         final ProviderConfig provider = ProviderConfig.ibverbs().withLibraryPath(emulator)
             .withDeviceName(ProviderConfig.ALL_DEVICES).withFaultPoint(point);
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false).provider(provider)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false).provider(provider)))
         {
             assertEquals(DEVICES, f.registrar.sharedDevices().size(), "devices opened by --device all");
             final State empty = state(f);

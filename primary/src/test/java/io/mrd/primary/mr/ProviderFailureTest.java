@@ -51,7 +51,7 @@ class ProviderFailureTest
     @Test
     void theNthRegistrationFailsCleanlyAndTheNextOneSucceeds()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)
             .provider(ProviderConfig.defaults().withFailNth(2))))
         {
             final List<Allocation> chunks = threeChunks(f);
@@ -94,7 +94,7 @@ class ProviderFailureTest
     @Test
     void aChunkOverTheMaxPinnedLimitFailsWithENOMEMNamingTheLimit()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE)
             .provider(ProviderConfig.defaults().withMaxPinned(8 * Sizes.MIB))))
         {
             final Allocation a = f.engine.allocate(6 * SEG, 1);
@@ -116,7 +116,7 @@ class ProviderFailureTest
     @Test
     void singleSegmentsRegisterUntilTheMaxPinnedLimit()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false)
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false)
             .provider(ProviderConfig.defaults().withMaxPinned(8 * Sizes.MIB))))
         {
             final Allocation a = f.engine.allocate(6 * SEG, 1);
@@ -150,7 +150,7 @@ class ProviderFailureTest
     @Test
     void aFullMrTableFailsWithENOMEMNamingMaxMrs()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false).mrCapacity(4)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false).mrCapacity(4)))
         {
             final Allocation a = f.engine.allocate(6 * SEG, 1);
             for (int i = 0; i < 4; i++)
@@ -183,7 +183,7 @@ class ProviderFailureTest
     @Test
     void aCreateForAnAddressRegisteredAlreadySucceedsWhileTheTableIsFull()
     {
-        try (EngineFixture f = new EngineFixture(EngineFixture.Options.at(BASE).extend(false).mrCapacity(4)))
+        try (EngineFixture f = new EngineFixture(EngineOptions.at(BASE).extend(false).mrCapacity(4)))
         {
             final Allocation a = f.engine.allocate(4 * SEG, 1);
             final int[] lkeys = new int[4];

@@ -65,7 +65,7 @@ class RegistrationOffLocksTest
     @BeforeEach
     void setUp()
     {
-        f = new EngineFixture(EngineFixture.Options.at(BASE));
+        f = new EngineFixture(EngineOptions.at(BASE));
         f.registrar.beforeRegister = (address, length) ->
         {
             if (address != blockedAddress)
