@@ -37,8 +37,9 @@ public final class ExternalMemory
     }
 
     /**
-     * @return the local key of its MR.
+     * @return the local key of its MR on device 0.
      * @throws DaemonDeadException once the daemon is lost.
+     * @throws io.mrd.layout.MrdException EINVAL when it is not placed on device 0.
      */
     public int lkey()
     {
@@ -46,12 +47,31 @@ public final class ExternalMemory
     }
 
     /**
-     * @return the remote key of its MR, {@link Access#NO_RKEY} without remote access.
+     * @return the remote key of its MR on device 0, {@link Access#NO_RKEY} without remote access.
      * @throws DaemonDeadException once the daemon is lost.
+     * @throws io.mrd.layout.MrdException EINVAL when it is not placed on device 0.
      */
     public int rkey()
     {
         return registered.rkey();
+    }
+
+    /**
+     * @param device a device number, 0 to {@link #deviceCount()} - 1.
+     * @return its MR's keys on that device, packed as {@link KeyPair#pack}.
+     * @throws DaemonDeadException once the daemon is lost.
+     * @throws io.mrd.layout.MrdException EINVAL for a device the daemon does not have, or one the memory is not
+     *                                     placed on ({@link Access#onDevices}).
+     */
+    public long keys(final int device)
+    {
+        return registered.keys(device);
+    }
+
+    /** @return the daemon's devices, whether or not the memory is placed on each. */
+    public int deviceCount()
+    {
+        return registered.deviceCount();
     }
 
     /** @return the {@link Access} flags it was registered with. */

@@ -7,6 +7,7 @@ import io.mrd.layout.ErrorCode;
 import io.mrd.layout.MrdCounter;
 import io.mrd.layout.MrdException;
 import io.mrd.secondary.ClientContext;
+import io.mrd.secondary.ExternalMemory;
 import io.mrd.secondary.KeyPair;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.MrdClient;
@@ -130,7 +131,8 @@ final class MultiDeviceRdmaTest
     /**
      * {@code Access.onDevices}: memory placed on device 1 alone is an MR there and none on device 0; its keys and
      * a cache of device 1 move data on device 1, while device 0's keys and cache refuse it by name (a pool's
-     * buffers of that placement too), and a placement past the daemon's devices is refused at ALLOC. {@code mrd check} finds the MR key table right.
+     * buffers and external memory of that placement too), and a placement past the daemon's devices is refused
+     * at ALLOC. {@code mrd check} finds the MR key table right.
      */
     @Test
     void memoryPlacedOnOneDeviceIsRegisteredThereAlone()
@@ -176,6 +178,14 @@ final class MultiDeviceRdmaTest
                 assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, () -> buffer.keys(0)).code());
                 buffer.release();
             }
+
+            // External memory of that placement: an MR on device 1 alone too.
+            final ExternalMemory external = client.registerMemfd(LENGTH, access);
+            assertEquals(1, KeyPair.lkey(external.keys(1)) >>> KEY_DEVICE_SHIFT, "external memory's device 1 lkey");
+            assertEquals(ErrorCode.EINVAL, assertThrows(MrdException.class, external::lkey).code());
+            assertEquals(new LiveObjects(1, 0, 0, 0), LiveObjects.of(library, client.verbs(0).context()),
+                "mrdemu0: still no MR");
+            client.deregisterExternal(external);
 
             final MrdException past = assertThrows(MrdException.class,
                 () -> client.allocateRegistered(LENGTH, Access.LOCAL_WRITE | Access.onDevices(0, 2)));
