@@ -6,6 +6,7 @@ import io.mrd.cli.fixture.LiveDaemon;
 import io.mrd.layout.Access;
 import io.mrd.layout.CacheEntryDescriptor;
 import io.mrd.layout.ControlFile;
+import io.mrd.layout.DeviceTable;
 import io.mrd.layout.HeaderDescriptor;
 import io.mrd.layout.MrRecord;
 import io.mrd.layout.RunDirectoryPath;
@@ -127,12 +128,18 @@ final class AdoptionFaultTest
         try (ControlFile ctl = ControlFile.openReadWrite(dir.resolve(ControlFile.FILE_NAME)))
         {
             // each record names the other MR: both handles are live MRs of the PD, so only the import's check of
-            // range and keys against the record can tell
-            final MrRecord first = new MrRecord().wrap(ctl.buffer(), ctl.layout().mrOffset(killedMrs.get(0).index()));
-            final MrRecord second = new MrRecord().wrap(ctl.buffer(), ctl.layout().mrOffset(killedMrs.get(1).index()));
+            // range and keys against the record can tell; each one's entry of the MR key table says the same (mrd
+            // check, which the successor runs first, compares the two)
+            final int a = killedMrs.get(0).index();
+            final int b = killedMrs.get(1).index();
+            final MrRecord first = new MrRecord().wrap(ctl.buffer(), ctl.layout().mrOffset(a));
+            final MrRecord second = new MrRecord().wrap(ctl.buffer(), ctl.layout().mrOffset(b));
             final int handle = first.deviceHandle();
             first.deviceHandle(second.deviceHandle());
             second.deviceHandle(handle);
+            final DeviceTable keys = new DeviceTable(ctl.buffer(), ctl.layout());
+            keys.keys(a, 0, keys.lkey(a, 0), keys.rkey(a, 0), first.deviceHandle());
+            keys.keys(b, 0, keys.lkey(b, 0), keys.rkey(b, 0), second.deviceHandle());
         }
         final LiveDaemon successor = successor("adoption-forged");
         successor.process().awaitLine(line -> line.contains("failed") && line.contains("not the predecessor's MR") &&
