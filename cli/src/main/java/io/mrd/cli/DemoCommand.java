@@ -180,8 +180,9 @@ public final class DemoCommand implements Callable<Integer>
     }
 
     /**
-     * Two workers RDMA-write into each other's buffers, on a daemon of their own with {@code --provider ibverbs}
-     * on the device library found (the emulated device without an RDMA NIC); skipped, saying why, without one.
+     * Pairs of workers RDMA-write into each other's buffers, on a daemon of their own with {@code --provider
+     * ibverbs} on the device library found: with the emulated device, on two of its devices (a pair on each);
+     * with another library, on its first device. Skipped, saying why, without one.
      */
     private void rdmaStep() throws IOException, InterruptedException
     {
@@ -202,8 +203,8 @@ public final class DemoCommand implements Callable<Integer>
         // workers runs on its own; a real library's host has the devices it has, and the pairs use the first.
         final boolean emulated = library.equals(emulator.toString());
         final int devices = emulated ? 2 : 1;
-        progress((2 * devices) + " workers RDMA-write into each other's buffers, a pair on each of " + devices +
-            " device" + (devices == 1 ? "" : "s") + " (" + library + ")");
+        progress((2 * devices) + " workers RDMA-write into each other's buffers, " + (devices == 1 ?
+            "on the first device" : "a pair on each of " + devices + " devices") + " (" + library + ")");
         final Path rdmaDir = Files.createTempDirectory("mrd-demo-rdma-");
         final Map<String, String> env = emulated ? Map.of("MRD_IBVERBS_LIBRARY", library, "MRDEMU_DEVICES", "2") :
             Map.of("MRD_IBVERBS_LIBRARY", library);
