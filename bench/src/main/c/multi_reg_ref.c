@@ -19,9 +19,10 @@
  * removed (not timed), so every round starts from fresh pages.
  *
  * Usage: multi_reg_ref --dir DIR --devices N --gib G (--once | --pretouch) [--round R]
- * Output on stdout: c<TAB>ROW<TAB>ROUND<TAB>VALUE<TAB>UNIT<TAB>NOTE lines, ROW
+ * Output on stdout: c<TAB>ROW<TAB>ROUND<TAB>VALUE<TAB>UNIT<TAB>NOTE lines: ROW
  * devices.once.N or devices.pretouch.N, VALUE in ms, NOTE "faults=F pages=P
- * populateMs=.. registerMs=..".
+ * populateMs=.. registerMs=.."; then ROW devices.MODE.N.faults, VALUE the
+ * minor faults per page. scripts/bench runs --once beside mrd's rows.
  * Build: gcc -O2 -pthread -o multi_reg_ref multi_reg_ref.c -libverbs (or the
  * emulated device's libmrdemu.so, with its fetched <infiniband/verbs.h>).
  */
@@ -135,7 +136,7 @@ int main(int argc, char **argv)
 	char path[4096];
 	double start, populated, end;
 	long faults;
-	size_t length;
+	size_t length, pages;
 	void *addr;
 	int fd;
 
@@ -199,9 +200,12 @@ int main(int argc, char **argv)
 	end = now_ms();
 	faults = minor_faults() - faults;
 
+	pages = length / (size_t)sysconf(_SC_PAGESIZE);
 	printf("c\tdevices.%s.%d\t%d\t%.1f\tms\tfaults=%ld pages=%zu populateMs=%.1f registerMs=%.1f\n",
-	       pretouch ? "pretouch" : "once", n, round, end - start, faults, length / (size_t)sysconf(_SC_PAGESIZE),
-	       populated - start, end - populated);
+	       pretouch ? "pretouch" : "once", n, round, end - start, faults, pages, populated - start,
+	       end - populated);
+	printf("c\tdevices.%s.%d.faults\t%d\t%.4f\tfaults/page\tfaults=%ld pages=%zu\n",
+	       pretouch ? "pretouch" : "once", n, round, (double)faults / (double)pages, faults, pages);
 
 	for (int i = 0; i < n; i++) {
 		ibv_dereg_mr(devs[i].mr);

@@ -2,6 +2,7 @@ package io.mrd.bench;
 
 import io.mrd.bench.jmh.LookupRounds;
 import io.mrd.bench.multi.AdoptionBench;
+import io.mrd.bench.multi.DevicesBench;
 import io.mrd.bench.multi.InFlightBench;
 import io.mrd.bench.multi.LargeAllocationBench;
 import io.mrd.bench.multi.MultiProcessBench;
@@ -30,6 +31,8 @@ import java.util.List;
  *   inflight  MODE --out DIR                     requests during a slow registration → DIR/inflight.tsv
  *   adopt     MODE --out DIR                     a successor adopting vs starting afresh, mrd restart under
  *                                                load (emulated device: -Dmrd.bench.emulator) → DIR/adopt.tsv
+ *   devices   MODE --out DIR                     1 GiB allocated and registered on 1/2/4/8 emulated devices, with
+ *                                                the C multi_reg_ref → DIR/devices.tsv, DIR/c-devices.tsv
  *   report --out DIR [--cores N] [--title TEXT]  every DIR/*.tsv → DIR/table.md, DIR/lookup.png
  * </pre>
  * MODE is {@code --smoke}, {@code --quick} or nothing (full), optionally with {@code --rounds N}. JMH's own
@@ -90,6 +93,7 @@ public final class BenchMain
             case "allocate" -> LargeAllocationBench.run(plan, out);
             case "inflight" -> InFlightBench.run(plan, out);
             case "adopt" -> AdoptionBench.run(plan, out);
+            case "devices" -> DevicesBench.run(plan, out);
             case "report" -> report(out, cores, title);
             default ->
             {
@@ -124,6 +128,7 @@ public final class BenchMain
               allocate  MODE --out DIR                     allocate + first key of 1 and 8 GiB with the C populate
               inflight  MODE --out DIR                     ALLOC/FREE/CREATE_MR during a slow registration
               adopt     MODE --out DIR                     kill -9 + successor adopting vs afresh; mrd restart under load
+              devices   MODE --out DIR                     1 GiB registered on 1/2/4/8 emulated devices, and C
               report --out DIR [--cores N] [--title TEXT]  table.md and lookup.png from DIR/*.tsv
             MODE: --smoke (2 tiny rounds), --quick (5 rounds) or nothing (full, 9 rounds); --rounds N overrides.
             The C programs are taken from -Dmrd.bench.c=DIR. scripts/bench runs them all.""");

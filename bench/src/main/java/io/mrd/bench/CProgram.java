@@ -12,6 +12,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
@@ -39,6 +40,18 @@ public final class CProgram
     public static void run(final String name, final List<String> args, final Path tsv, final Path log,
         final Duration timeout)
     {
+        run(name, args, Map.of(), tsv, log, timeout);
+    }
+
+    /**
+     * Runs {@code name} with {@code args} and {@code env} added to this JVM's environment (such as the emulated
+     * device's {@code MRDEMU_DEVICES}).
+     *
+     * @throws IllegalStateException as {@link #run(String, List, Path, Path, Duration)}.
+     */
+    public static void run(final String name, final List<String> args, final Map<String, String> env,
+        final Path tsv, final Path log, final Duration timeout)
+    {
         final List<String> command = new ArrayList<>();
         command.add(path(name).toString());
         command.addAll(args);
@@ -48,7 +61,9 @@ public final class CProgram
             stdout = Files.createTempFile(tsv.toAbsolutePath().getParent(), name + "-", ".out");
             Files.writeString(log, "# " + String.join(" ", command) + "\n", StandardCharsets.UTF_8,
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-            final Process process = new ProcessBuilder(command)
+            final ProcessBuilder builder = new ProcessBuilder(command);
+            builder.environment().putAll(env);
+            final Process process = builder
                 .redirectOutput(stdout.toFile())
                 .redirectError(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))

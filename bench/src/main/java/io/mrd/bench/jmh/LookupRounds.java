@@ -47,10 +47,13 @@ public final class LookupRounds
     }
 
     static final List<Family> FAMILIES = List.of(
-        new Family("tophalf", jmh("(TopHalfBenchmark|HandleKeyBenchmark)"), Map.of(), "tophalf"),
+        // A cache of device 0 or 7 of 8 (issue 23) runs in the family of the C rows it is compared with.
+        new Family("tophalf", jmh("(TopHalfBenchmark|HandleKeyBenchmark)") + "|" + jmh("DeviceCacheBenchmark") +
+            "deviceMru$", Map.of(), "tophalf"),
         new Family("bottomhalf", jmh("BottomHalfBenchmark"), Map.of(), "bottomhalf"),
         new Family("global", jmh("GlobalCacheBenchmark"), Map.of(), "global"),
-        new Family("lkey", jmh("LkeyPathBenchmark"), Map.of(), "lkey"),
+        new Family("lkey", jmh("LkeyPathBenchmark") + "|" + jmh("DeviceCacheBenchmark") + "deviceLkey$", Map.of(),
+            "lkey"),
         new Family("globalwriter", jmh("GlobalWriterBenchmark"), Map.of(), "globalwriter"),
         new Family("pool", jmh("PoolBenchmark") + "(pool|netty)(AcquireRelease|TwoThreads)$", Map.of(), null),
         // Only 4 KiB has a row: the key does not depend on the buffer's size.

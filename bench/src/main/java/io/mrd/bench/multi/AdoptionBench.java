@@ -62,13 +62,22 @@ public final class AdoptionBench
 
     public static void run(final Plan plan, final Path out)
     {
+        new AdoptionBench(plan, out, library()).run();
+    }
+
+    /**
+     * @return the emulated device's library, which the parts on the emulated device load.
+     * @throws IllegalStateException when {@value #LIBRARY_PROPERTY} names no built library.
+     */
+    static Path library()
+    {
         final String library = System.getProperty(LIBRARY_PROPERTY, "").strip();
         if (library.isEmpty() || !Files.isRegularFile(Path.of(library)))
         {
             throw new IllegalStateException("the emulated device is not built (-D" + LIBRARY_PROPERTY + "=" +
                 library + "): run emulator/build");
         }
-        new AdoptionBench(plan, out, Path.of(library)).run();
+        return Path.of(library);
     }
 
     private void run()

@@ -98,6 +98,12 @@ final class BenchDaemon implements AutoCloseable
         return process.cpuSeconds();
     }
 
+    /** @return the daemon's minor page faults so far ({@link Child#minorFaults}). */
+    long minorFaults()
+    {
+        return process.minorFaults();
+    }
+
     /**
      * @return the first line of the daemon's output matching {@code predicate}, waiting for it.
      */

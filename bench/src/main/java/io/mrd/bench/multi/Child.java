@@ -23,6 +23,9 @@ import java.util.function.Predicate;
  */
 final class Child implements AutoCloseable
 {
+    /** Where minflt (field 10 of {@code /proc/PID/stat}) stands among the fields after the command name. */
+    private static final int MINFLT_AFTER_COMMAND = 7;
+
     private final String name;
     private final Process process;
     private final Path log;
@@ -96,6 +99,27 @@ final class Child implements AutoCloseable
     double cpuSeconds()
     {
         return process.toHandle().info().totalCpuDuration().map(d -> d.toNanos() / 1e9).orElse(Double.NaN);
+    }
+
+    /**
+     * @return the minor page faults of the child's process so far, all its threads ({@code /proc/PID/stat}
+     *         field 10).
+     * @throws IllegalStateException when the process is gone or the platform has no {@code /proc}.
+     */
+    long minorFaults()
+    {
+        final Path stat = Path.of("/proc", String.valueOf(process.pid()), "stat");
+        try
+        {
+            // The command name, field 2, is in parentheses and may hold spaces: count from the last ')'.
+            final String line = Files.readString(stat, StandardCharsets.US_ASCII);
+            final String[] fields = line.substring(line.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(fields[MINFLT_AFTER_COMMAND]);
+        }
+        catch (final IOException | RuntimeException ex)
+        {
+            throw new IllegalStateException("cannot read the minor faults of " + name + " from " + stat, ex);
+        }
     }
 
     /**

@@ -74,6 +74,19 @@ final class Format
                 return String.format(Locale.ROOT, "%.0f–%.0f ms", min, max);
             }
         },
+        /** Page faults per page, the row's own: {@code 1.004 per page}, {@code 1.002–1.010}. */
+        PER_PAGE
+        {
+            String value(final double v)
+            {
+                return perPage(v);
+            }
+
+            String range(final double min, final double max)
+            {
+                return String.format(Locale.ROOT, "%.3f–%.3f", min, max);
+            }
+        },
         /** A count, the row's own: {@code 0}, {@code 0–2}. */
         COUNT
         {
@@ -130,6 +143,11 @@ final class Format
     static String millis(final double ms)
     {
         return String.format(Locale.ROOT, "%,.0f ms", ms);
+    }
+
+    static String perPage(final double faults)
+    {
+        return String.format(Locale.ROOT, "%.3f per page", faults);
     }
 
     static String gbps(final double rate)

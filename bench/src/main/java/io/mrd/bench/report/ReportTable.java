@@ -21,7 +21,7 @@ import static io.mrd.bench.report.Format.perSecond;
 import static io.mrd.bench.report.Format.ratio;
 
 /**
- * The one table {@code scripts/bench} prints: every row of issues 6, 13 and 14, its value and its reference's
+ * The one table {@code scripts/bench} prints: every row of issues 6, 13, 14, 22 and 23, its value and its reference's
  * (medians over the rounds), the row's figure against the reference (a ratio, or a margin in µs), that figure's
  * range over the rounds, how many rounds there were, the target and the verdict. Built from the joined result
  * lines ({@link Results}).
@@ -43,6 +43,8 @@ public final class ReportTable
     public static final int[] PROCESS_COUNTS = {1, 2, 4};
     /** Sizes in GiB of the allocate + first key rows, smallest first. */
     public static final int[] ALLOCATE_SIZES_GIB = {1, 8};
+    /** Device counts of the allocate-and-register rows of several devices (issue 23), fewest first. */
+    public static final int[] DEVICE_COUNTS = {1, 2, 4, 8};
     /** Operations of the rows of requests while another client's registration is in flight. */
     public static final String[] INFLIGHT_OPERATIONS = {"alloc", "free", "create"};
     /** Buffer sizes of the pool rows (bytes), as PoolBenchmark's parameter. */
@@ -126,6 +128,7 @@ public final class ReportTable
         rows.addAll(pool());
         rows.addAll(journal());
         rows.addAll(new AdoptionRows(results).rows());
+        rows.addAll(new DeviceRows(results).rows());
         return rows;
     }
 

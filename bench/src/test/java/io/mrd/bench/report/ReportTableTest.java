@@ -411,4 +411,54 @@ class ReportTableTest
             "one failed request in round 2");
         assertEquals("no (missing)", row(table, "lookups of held memory in the gap").verdict());
     }
+
+    @Test
+    void deviceRowsCompareEachDeviceWithCAndEightDevicesWithOneRoundByRound()
+    {
+        put("java", "deviceMru.7", 1.0);
+        put("c", "tophalf.mru", 1.25);
+        put("java", "deviceLkey.0", 60);
+        put("c", "lkey.64", 50);
+        for (int round = 1; round <= 2; round++)
+        {
+            put("multi", "devices.1.ms", round, 1000);
+            // round 1: 1,200 / 1,000 = 1.20x, met; round 2: 1,400 / 1,000 = 1.40x, not met
+            put("multi", "devices.8.ms", round, 1000 + 200 * round);
+            put("c", "devices.once.8", round, 800);
+            put("c", "devices.once.1", round, 400);
+            put("multi", "devices.8.faults", round, 1.02);
+            put("c", "devices.once.8.faults", round, 1.03);
+            put("multi", "devices.2.faults", round, round == 1 ? 1.01 : 2.0);
+            put("c", "devices.once.2.faults", round, 1.01);
+        }
+        final ReportTable table = new ReportTable(results, 2);
+        final Row mru = row(table, "device 7 of 8: top-half hit, MRU slot");
+        assertEquals("0.80×", mru.ratio());
+        assertEquals("C 1.25 ns", mru.reference());
+        assertEquals("met", mru.verdict());
+        final Row path = row(table, "device 0 of 8: lkey(addr, len) whole path, 64 MRs");
+        assertEquals("1.20×", path.ratio());
+        assertEquals("≤ 1.20× C", path.target());
+        assertEquals("no (missing)", row(table, "device 7 of 8: lkey(addr, len)").verdict());
+        final Row time = row(table, "allocate-and-register 1 GiB on 8 devices (reference");
+        assertEquals("1,300 ms", time.value());
+        assertEquals("C 800 ms", time.reference());
+        assertEquals("1.63×", time.ratio(), "the median of 1200/800 and 1400/800");
+        assertEquals(Format.NONE, time.target(), "no target: the issue sets none against C");
+        final Row faults = row(table, "allocate-and-register 1 GiB on 8 devices: the daemon's minor page faults");
+        assertEquals("1.020 per page", faults.ratio());
+        assertEquals("C 1.030 per page", faults.reference());
+        assertEquals("met", faults.verdict());
+        assertEquals("unstable", row(table, "allocate-and-register 1 GiB on 2 devices: the daemon's minor").verdict(),
+            "two passes in round 2");
+        final Row scaling = row(table, "allocate-and-register 1 GiB, mrd: 8 devices against 1 device");
+        assertEquals("1.30×", scaling.ratio());
+        assertEquals("1.20–1.40×", scaling.range());
+        assertEquals("≤ 1.30× 1 device", scaling.target());
+        assertEquals("unstable", scaling.verdict());
+        final Row c = row(table, "allocate-and-register 1 GiB, C reference: 8 devices against 1 device");
+        assertEquals("2.00×", c.ratio());
+        assertEquals(Format.NONE, c.target());
+        assertEquals(Format.NONE, row(table, "allocate-and-register 1 GiB, mrd: 4 devices against 1").target());
+    }
 }
