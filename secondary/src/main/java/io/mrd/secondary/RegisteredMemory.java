@@ -23,10 +23,10 @@ public final class RegisteredMemory
     private final MemorySegment segment;
     private final int lkey;
     private final int rkey;
-    /** {@link KeyPair}s by device number; device 0's are {@link #lkey} and {@link #rkey}. */
     /** Device 0's lkey when the memory is not placed on device 0: its keys there are {@link KeyPair#NOT_PLACED}. */
     private static final int NOT_PLACED_LKEY = KeyPair.lkey(KeyPair.NOT_PLACED);
 
+    /** {@link KeyPair}s by device number; device 0's are {@link #lkey} and {@link #rkey}. */
     private final long[] keyPairs;
     private final int access;
     private final DaemonLiveness liveness;

@@ -3,6 +3,7 @@ package io.mrd.bench.jmh;
 import io.mrd.bench.fixture.AddressPattern;
 import io.mrd.bench.fixture.ClientLiveness;
 import io.mrd.secondary.DaemonLiveness;
+import io.mrd.secondary.KeyPair;
 import io.mrd.secondary.MrCache;
 import io.mrd.secondary.RegisteredMemory;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -42,15 +43,15 @@ public class HandleKeyBenchmark
     public void setUp() throws ReflectiveOperationException
     {
         final Constructor<RegisteredMemory> constructor = RegisteredMemory.class.getDeclaredConstructor(
-            MemorySegment.class, int.class, int.class, int.class, DaemonLiveness.class);
+            MemorySegment.class, long[].class, int.class, DaemonLiveness.class);
         constructor.setAccessible(true);
         final RegisteredMemory[] handles = new RegisteredMemory[MrCache.TOP_HALF_ENTRIES];
         final DaemonLiveness liveness = ClientLiveness.untripped();
         for (int chunk = 0; chunk < handles.length; chunk++)
         {
+            final long[] keysByDevice = {KeyPair.pack(AddressPattern.lkey(chunk), AddressPattern.lkey(chunk) + 1)};
             handles[chunk] = constructor.newInstance(MemorySegment.ofAddress(AddressPattern.chunkStart(chunk))
-                .reinterpret(AddressPattern.CHUNK), AddressPattern.lkey(chunk), AddressPattern.lkey(chunk) + 1, 0,
-                liveness);
+                .reinterpret(AddressPattern.CHUNK), keysByDevice, 0, liveness);
         }
         final long[] addresses = AddressPattern.changingChunk(handles.length);
         buffers = new RegisteredMemory[addresses.length];

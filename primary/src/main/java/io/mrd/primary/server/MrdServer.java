@@ -89,7 +89,10 @@ public final class MrdServer implements AutoCloseable
     /** What every session uses of the server; its {@link ExistingMrReply} is safe because the group has one thread. */
     private final SessionServices sessionServices;
     private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
+    /** Sessions read it: once set, a request the workers cannot take any more is left unanswered. */
     private volatile boolean closing;
+    /** {@link #close()} ran (guarded by this). */
+    private boolean closed;
     private Channel serverChannel;
 
     private MrdServer(
@@ -330,10 +333,14 @@ public final class MrdServer implements AutoCloseable
      * Stops accepting, closes every connection, waits (bounded) for the event loop and the workers, removes the
      * socket and releases the external window. Registrations and memory are the daemon's to release after
      * this (its engine closes every MR); connections closed here are not reclaimed one by one.
+     * <p>
+     * The steps overlap with the event loop, which may still read a request of a connection whose close it has
+     * not run yet while the workers stop: such a request is left unanswered ({@code RequestDispatch}), so that a
+     * client sends it again to a successor.
      */
     public synchronized void close()
     {
-        if (closing)
+        if (closed)
         {
             return;
         }
@@ -341,33 +348,13 @@ public final class MrdServer implements AutoCloseable
         {
             throw new IllegalStateException("MrdServer.close() called on its own event loop");
         }
-        closing = true;
+        closed = true;
         try
         {
-            if (null != serverChannel)
-            {
-                serverChannel.close().awaitUninterruptibly(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
-            }
-            final int open = channels.size();
-            for (final Channel channel : channels)
-            {
-                channel.close();
-            }
-            for (final ExecutorService pool : List.of(workers, reclaimer))
-            {
-                pool.shutdown();
-                if (!pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
-                {
-                    LOG.warn("requests still running after {} s: interrupting them", CLOSE_WAIT_SECONDS);
-                    pool.shutdownNow();
-                    pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
-                }
-            }
-            if (!ioGroup.shutdownGracefully(0, CLOSE_WAIT_SECONDS, TimeUnit.SECONDS)
-                .awaitUninterruptibly(2 * CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
-            {
-                LOG.warn("event loop did not stop within {} s", 2 * CLOSE_WAIT_SECONDS);
-            }
+            final int open = stopAccepting();
+            closeConnections();
+            stopWorkers();
+            stopEventLoop();
             refusals.close();
             counters.set(MrdCounter.CLIENTS_CONNECTED, 0);
             LOG.info("socket server closed ({} connections were open)", open);
@@ -387,6 +374,54 @@ public final class MrdServer implements AutoCloseable
                 LOG.warn("cannot remove {}: {}", socketFile, ex.toString());
             }
             external.close();
+        }
+    }
+
+    /**
+     * Close's first step: the server is closing (sessions see it) and takes no new connection.
+     *
+     * @return the connections open now.
+     */
+    int stopAccepting()
+    {
+        closing = true;
+        if (null != serverChannel)
+        {
+            serverChannel.close().awaitUninterruptibly(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+        }
+        return channels.size();
+    }
+
+    /** Close's second step: every connection's close is handed to the event loop (not waited for). */
+    void closeConnections()
+    {
+        for (final Channel channel : channels)
+        {
+            channel.close();
+        }
+    }
+
+    /** Close's third step: the workers and the reclaimer finish what they run (bounded), then take nothing more. */
+    void stopWorkers() throws InterruptedException
+    {
+        for (final ExecutorService pool : List.of(workers, reclaimer))
+        {
+            pool.shutdown();
+            if (!pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+            {
+                LOG.warn("requests still running after {} s: interrupting them", CLOSE_WAIT_SECONDS);
+                pool.shutdownNow();
+                pool.awaitTermination(CLOSE_WAIT_SECONDS, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private void stopEventLoop()
+    {
+        if (!ioGroup.shutdownGracefully(0, CLOSE_WAIT_SECONDS, TimeUnit.SECONDS)
+            .awaitUninterruptibly(2 * CLOSE_WAIT_SECONDS, TimeUnit.SECONDS))
+        {
+            LOG.warn("event loop did not stop within {} s", 2 * CLOSE_WAIT_SECONDS);
         }
     }
 }

@@ -120,6 +120,30 @@ class MrdServerTest
         }
     }
 
+    /**
+     * {@code close()} stops the workers while the event loop may still read a connection it has not closed yet
+     * (as in {@code mrd restart} under load): a request read then is left unanswered, so that the client, seeing
+     * the connection end with it in flight, sends it again to the successor. A HELLO sent twice after it is
+     * answered on the event loop, in order, so its reply coming first shows that the ALLOC got none.
+     */
+    @Test
+    void aRequestTheClosingServerCanNoLongerRunIsLeftUnansweredForASuccessor() throws Exception
+    {
+        try (RawClient client = fixture.connect())
+        {
+            client.hello("late");
+            final MrdServer server = fixture.daemon.server();
+            server.stopAccepting();
+            server.stopWorkers();
+            client.send(7, new Message.Alloc(SEGMENT, Access.LOCAL, false));
+            client.send(8, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "again"));
+            final Frame frame = client.receive();
+            assertEquals(8, frame.correlationId(), () -> "the ALLOC was answered: " + frame.message());
+            assertEquals(ErrorCode.EPROTO, assertInstanceOf(Message.Status.class, frame.message()).status());
+            client.awaitClosed();
+        }
+    }
+
     @Test
     void allocatedMemoryGetsAnLkeyThatTheGlobalCacheAgreesWith()
     {
