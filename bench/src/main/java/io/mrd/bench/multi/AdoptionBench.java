@@ -16,7 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Issue 22's measurements on the emulated device ({@value #LIBRARY_PROPERTY}: scripts/bench builds it), in
+ * Issue 22's measurements on the emulated device ({@link BenchDaemon#emulatedDevice()}), in
  * rounds with their references:
  * <ul>
  *   <li><b>adopt</b> against <b>afresh</b>, alternating: a client holds {@link #mrs} MRs of 1 MiB; the daemon is
@@ -34,8 +34,6 @@ import java.util.regex.Pattern;
  */
 public final class AdoptionBench
 {
-    /** The system property naming the emulated device's library; unset: the part fails and its rows show so. */
-    public static final String LIBRARY_PROPERTY = "mrd.bench.emulator";
     static final Duration WINDOW = Duration.ofSeconds(4);
     private static final Duration GAP = Duration.ofSeconds(1);
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
@@ -62,22 +60,7 @@ public final class AdoptionBench
 
     public static void run(final Plan plan, final Path out)
     {
-        new AdoptionBench(plan, out, library()).run();
-    }
-
-    /**
-     * @return the emulated device's library, which the parts on the emulated device load.
-     * @throws IllegalStateException when {@value #LIBRARY_PROPERTY} names no built library.
-     */
-    static Path library()
-    {
-        final String library = System.getProperty(LIBRARY_PROPERTY, "").strip();
-        if (library.isEmpty() || !Files.isRegularFile(Path.of(library)))
-        {
-            throw new IllegalStateException("the emulated device is not built (-D" + LIBRARY_PROPERTY + "=" +
-                library + "): run emulator/build");
-        }
-        return Path.of(library);
+        new AdoptionBench(plan, out, BenchDaemon.emulatedDevice()).run();
     }
 
     private void run()

@@ -23,6 +23,11 @@ final class BenchDaemon implements AutoCloseable
 {
     /** The system property naming where daemons' run directories go; scripts/bench passes its tmpfs dir. */
     static final String RUN_BASE_PROPERTY = "mrd.bench.shm";
+    /**
+     * The system property naming the emulated device's library (scripts/bench builds it with emulator/build);
+     * unset: the parts on the emulated device fail and their rows show so.
+     */
+    static final String EMULATOR_PROPERTY = "mrd.bench.emulator";
     static final Duration START_TIMEOUT = Duration.ofSeconds(90);
 
     private final Path dir;
@@ -151,6 +156,22 @@ final class BenchDaemon implements AutoCloseable
     {
         final Path shm = Path.of(System.getProperty(RUN_BASE_PROPERTY, "/dev/shm"));
         return Files.isDirectory(shm) && Files.isWritable(shm) ? shm : Path.of("/tmp");
+    }
+
+    /**
+     * @return the emulated device's library, for {@code MRD_IBVERBS_LIBRARY} of the daemons and clients of the
+     * parts on the emulated device.
+     * @throws IllegalStateException when {@value #EMULATOR_PROPERTY} names no built library.
+     */
+    static Path emulatedDevice()
+    {
+        final String library = System.getProperty(EMULATOR_PROPERTY, "").strip();
+        if (library.isEmpty() || !Files.isRegularFile(Path.of(library)))
+        {
+            throw new IllegalStateException("the emulated device is not built (-D" + EMULATOR_PROPERTY + "=" +
+                library + "): run emulator/build");
+        }
+        return Path.of(library);
     }
 
     private static Path createRunDirectory()

@@ -19,7 +19,7 @@ import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 /**
- * Issue 23's allocate-and-register rows on the emulated device ({@value AdoptionBench#LIBRARY_PROPERTY}): one
+ * Issue 23's allocate-and-register rows on the emulated device ({@link BenchDaemon#emulatedDevice()}): one
  * allocation of {@value #MIB} MiB registered on 1, 2, 4 and 8 devices ({@link ReportTable#DEVICE_COUNTS}), in
  * rounds with the C reference of the same device count ({@code multi_reg_ref --once}: the same size in the same
  * file system populated and locked once, then {@code ibv_reg_mr} on each device from a thread per device).
@@ -57,7 +57,7 @@ public final class DevicesBench
 
     public static void run(final Plan plan, final Path out)
     {
-        final Path library = AdoptionBench.library();
+        final Path library = BenchDaemon.emulatedDevice();
         final Path state = createStateDirectory();
         try
         {
