@@ -171,11 +171,17 @@ int main(int argc, char **argv)
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
 	if (fd < 0)
 		die(path);
-	if (ftruncate(fd, (off_t)length) != 0)
+	if (ftruncate(fd, (off_t)length) != 0) {
+		unlink(path);
 		die("ftruncate");
+	}
 	addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (addr == MAP_FAILED)
+	if (addr == MAP_FAILED) {
+		unlink(path);
 		die("mmap");
+	}
+	/* The mapping keeps the pages: no 1 GiB file is left behind when a later step dies. */
+	unlink(path);
 	for (int i = 0; i < n; i++) {
 		devs[i].addr = addr;
 		devs[i].length = length;
@@ -215,6 +221,5 @@ int main(int argc, char **argv)
 	munlock(addr, length);
 	munmap(addr, length);
 	close(fd);
-	unlink(path);
 	return 0;
 }

@@ -41,20 +41,22 @@ final class DaemonLink
     /** @see DaemonConnection#call */
     Message.Reply call(final Message.Request request)
     {
-        return resending(connection -> connection.call(request), () -> callAgain(request));
+        return resending(request, connection -> connection.call(request), () -> callAgain(request));
     }
 
     /** @see DaemonConnection#callForFd */
     DaemonConnection.Answer callForFd(final Message.Request request)
     {
-        return resending(connection -> connection.callForFd(request), () -> current.callForFd(request));
+        return resending(request, connection -> connection.callForFd(request), () -> current.callForFd(request));
     }
 
     /**
      * Runs {@code call} on the serving daemon's connection; when that daemon died with it in flight and the client
-     * resumed with a successor since, runs {@code again} there.
+     * resumed with a successor since, runs {@code again} there, for the requests that are sent again
+     * ({@link MessageType#sentAgainToSuccessor()}).
      */
-    private <T> T resending(final Function<DaemonConnection, T> call, final Supplier<T> again)
+    private <T> T resending(final Message.Request request, final Function<DaemonConnection, T> call,
+        final Supplier<T> again)
     {
         final DaemonConnection on = served();
         try
@@ -63,7 +65,7 @@ final class DaemonLink
         }
         catch (final DaemonDeadException inFlight)
         {
-            if (!resumedSince(on))
+            if (!request.type().sentAgainToSuccessor() || !resumedSince(on))
             {
                 throw inFlight;
             }

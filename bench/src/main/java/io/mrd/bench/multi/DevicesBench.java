@@ -20,7 +20,8 @@ import java.util.stream.IntStream;
 
 /**
  * Issue 23's allocate-and-register rows on the emulated device ({@link BenchDaemon#emulatedDevice()}): one
- * allocation of {@value #MIB} MiB registered on 1, 2, 4 and 8 devices ({@link ReportTable#DEVICE_COUNTS}), in
+ * allocation of {@value #ALLOCATION_MIB} MiB registered on 1, 2, 4 and 8 devices
+ * ({@link ReportTable#DEVICE_COUNTS}), in
  * rounds with the C reference of the same device count ({@code multi_reg_ref --once}: the same size in the same
  * file system populated and locked once, then {@code ibv_reg_mr} on each device from a thread per device).
  * <p>
@@ -36,8 +37,8 @@ import java.util.stream.IntStream;
  */
 public final class DevicesBench
 {
-    /** The allocation of every row, as the issue states it. */
-    static final long MIB = 1024;
+    /** The allocation of every row, as the issue states it: 1 GiB (DeviceRows' labels say so). */
+    static final long ALLOCATION_MIB = 1024;
     /** tmpfs maps base pages: the faults of a populate are counted against these. */
     private static final long PAGE_SIZE = 4096;
     private static final Duration TIMEOUT = Duration.ofMinutes(5);
@@ -73,8 +74,8 @@ public final class DevicesBench
 
     private void run()
     {
-        System.out.println("devices: allocate-and-register " + MIB + " MiB on " + counts() + " emulated devices, " +
-            "with the C reference (multi_reg_ref --once); " + plan.rounds() + " rounds");
+        System.out.println("devices: allocate-and-register " + ALLOCATION_MIB + " MiB on " + counts() +
+            " emulated devices, with the C reference (multi_reg_ref --once); " + plan.rounds() + " rounds");
         final Map<Integer, BenchDaemon> daemons = new LinkedHashMap<>();
         final Map<Integer, Child> clients = new HashMap<>();
         try
@@ -83,7 +84,7 @@ public final class DevicesBench
             {
                 final BenchDaemon daemon = BenchDaemon.start(logs.resolve("daemon-" + devices + ".log"), List.of(
                     "--provider", "ibverbs", "--device", names(devices), "--huge-dir", "none",
-                    "--max-memory", MIB + "MiB", "--list-size", MIB + "MiB"), env);
+                    "--max-memory", ALLOCATION_MIB + "MiB", "--list-size", ALLOCATION_MIB + "MiB"), env);
                 daemons.put(devices, daemon);
                 final Child client = Child.start("devices-" + devices, logs.resolve("client-" + devices + ".log"),
                     MultiProcessBench.CHILD_FLAGS, DevicesMain.class.getName(), List.of(daemon.dir().toString()),
@@ -120,7 +121,7 @@ public final class DevicesBench
     private void mrd(final BenchDaemon daemon, final Child client, final int run, final int round, final int devices)
     {
         final long before = daemon.minorFaults();
-        client.send("alloc " + run + " " + MIB);
+        client.send("alloc " + run + " " + ALLOCATION_MIB);
         final Map<String, String> result = Handshake.parseResult(client.awaitLine(Handshake.resultOf(run), TIMEOUT));
         final long faults = daemon.minorFaults() - before;
         if (Integer.parseInt(result.get("devices")) != devices)
@@ -128,7 +129,7 @@ public final class DevicesBench
             throw new IllegalStateException("the daemon of " + devices + " devices registered on " +
                 result.get("devices") + ": " + client.tail());
         }
-        final long pages = MIB * 1024 * 1024 / PAGE_SIZE;
+        final long pages = ALLOCATION_MIB * 1024 * 1024 / PAGE_SIZE;
         final double perPage = (double)faults / pages;
         record(round, "devices." + devices + ".ms", Double.parseDouble(result.get("ms")), "ms",
             "allocateRegistered; free " + result.get("freeMs") + " ms");
@@ -140,7 +141,8 @@ public final class DevicesBench
     private void c(final int round, final int devices)
     {
         CProgram.run("multi_reg_ref", List.of("--dir", BenchDaemon.runBase().toString(), "--devices",
-            String.valueOf(devices), "--gib", String.valueOf(MIB / 1024), "--once", "--round", String.valueOf(round)),
+            String.valueOf(devices), "--gib", String.valueOf(ALLOCATION_MIB / 1024), "--once", "--round",
+            String.valueOf(round)),
             env, out.resolve("c-devices.tsv"), logs.resolve("c-devices.log"), TIMEOUT);
     }
 

@@ -28,9 +28,9 @@ import static io.mrd.bench.report.ReportTable.side;
  */
 final class DeviceRows
 {
-    /** The devices of the daemon the cache rows model, and the two whose caches they time. */
+    /** The devices of the daemon the cache rows model, and the two whose caches they time: as DeviceCacheBenchmark. */
     private static final int CACHE_DEVICES = 8;
-    private static final int[] CACHE_ROWS = {0, CACHE_DEVICES - 1};
+    private static final int[] CACHE_DEVICE_NUMBERS = {0, CACHE_DEVICES - 1};
     /** The "faults ≈ pages × 1": a tenth over one pass is what other threads of a JVM add. */
     static final double MAX_FAULTS_PER_PAGE = 1.1;
     /** The ceiling for the time on the most devices against the time on one. */
@@ -46,12 +46,12 @@ final class DeviceRows
     List<Row> rows()
     {
         final List<Row> rows = new ArrayList<>();
-        for (final int device : CACHE_ROWS)
+        for (final int device : CACHE_DEVICE_NUMBERS)
         {
             rows.add(versusC("device " + device + " of " + CACHE_DEVICES + ": top-half hit, MRU slot " +
                 "(newCache(" + device + "))", "deviceMru." + device, "tophalf.mru", 1.0));
         }
-        for (final int device : CACHE_ROWS)
+        for (final int device : CACHE_DEVICE_NUMBERS)
         {
             rows.add(versusC("device " + device + " of " + CACHE_DEVICES + ": lkey(addr, len) whole path, 64 MRs " +
                 "(newCache(" + device + "))", "deviceLkey." + device, "lkey.64", 1.2));

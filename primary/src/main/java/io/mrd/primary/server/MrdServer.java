@@ -62,7 +62,7 @@ import static io.mrd.primary.DaemonSettings.WORKER_THREADS;
  */
 public final class MrdServer implements AutoCloseable
 {
-    /** Requests queued for the workers across all connections; more are answered EAGAIN. */
+    /** Requests queued for the workers across all connections; more are answered EAGAIN ("overloaded"). */
     static final int QUEUE_CAPACITY = 16_384;
     /** Longest socket path the kernel accepts ({@code sun_path} less its terminating NUL). */
     static final int MAX_SOCKET_PATH = 107;
@@ -89,7 +89,11 @@ public final class MrdServer implements AutoCloseable
     /** What every session uses of the server; its {@link ExistingMrReply} is safe because the group has one thread. */
     private final SessionServices sessionServices;
     private final Set<Channel> channels = ConcurrentHashMap.newKeySet();
-    /** Sessions read it: once set, a request the workers cannot take any more is left unanswered. */
+    /**
+     * Set by the first step of {@link #close()}: sessions read it (a new connection is closed, CREATE_MR skips the
+     * event loop's answer, a request the stopped workers refuse is not answered when a client sends it again to a
+     * successor, a gone client's memory is not reclaimed one by one).
+     */
     private volatile boolean closing;
     /** {@link #close()} ran (guarded by this). */
     private boolean closed;

@@ -12,10 +12,11 @@ import java.util.concurrent.RejectedExecutionException;
 
 /**
  * One session's requests on the workers, and every reply it writes: a request is counted in flight
- * ({@link SessionLifecycle}), queued for the workers (EAGAIN when their queue is full; no answer once the server
- * is closing), run unless the session stopped answering meanwhile (then its work is abandoned, releasing what it
- * would have consumed), and its reply, or the failure it threw, written back. A failure that is not an {@link MrdException} is a bug: it is
- * recorded and answered EIO.
+ * ({@link SessionLifecycle}), queued for the workers (EAGAIN when their queue is full; once the server is closing,
+ * no answer to a request a client sends again to a successor, {@link MessageType#sentAgainToSuccessor()}), run
+ * unless the session stopped answering meanwhile (then its work is abandoned, releasing what it would have
+ * consumed), and its reply, or the failure it threw, written back. A failure that is not an {@link MrdException}
+ * is a bug: it is recorded and answered EIO.
  * <p>
  * <b>Threads.</b> {@link #submit} and the replies the session gives itself run on the event loop; the work and
  * its reply on a worker. Nothing here is mutable: {@code writeAndFlush} is thread-safe and replies carry their
@@ -61,15 +62,16 @@ final class RequestDispatch
         {
             work.abandon();
             lifecycle.requestRefused();
-            if (services.serverClosing().getAsBoolean())
+            final boolean closing = services.serverClosing().getAsBoolean();
+            if (closing && type.sentAgainToSuccessor())
             {
                 // Not answered: the closing server ends this connection (it closes every one before it stops the
-                // workers), and a client takes a request left in flight by a connection's end as one the daemon
-                // never ran: it sends it again to the successor of a handover or an adoption, or fails it as the
-                // daemon's end. An answer here would fail a request that the successor would have served.
+                // workers), and the client sends a request whose reply the connection's end cut off again to the
+                // successor of a handover or an adoption (or fails it as the daemon's end when there is none).
+                // An answer here would fail a request that the successor would have served.
                 return;
             }
-            reply(correlationId, new Message.Status(type, ErrorCode.EAGAIN,
+            reply(correlationId, new Message.Status(type, ErrorCode.EAGAIN, closing ? "the daemon is shutting down" :
                 "the daemon is overloaded (its request queue is full): retry later"));
         }
     }

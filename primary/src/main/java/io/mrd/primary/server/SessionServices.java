@@ -22,7 +22,7 @@ import java.util.function.IntSupplier;
  * @param journal         the event journal (clients attached, refused, disconnected).
  * @param refusals        the rate-limited log of refused peers and requests.
  * @param failures        where bugs are recorded.
- * @param serverClosing   true once the server is closing: CREATE_MR goes to the workers, which leave it unanswered.
+ * @param serverClosing   true once the server is closing: CREATE_MR goes to the workers (see RequestDispatch).
  * @param stop            what a permitted STOP runs once its reply is written (failures are recorded).
  * @param handover        what a permitted STOP with {@code FLAG_HANDOVER} runs instead ({@code mrd restart}).
  * @param epoch           the daemon's epoch, told in WELCOME.

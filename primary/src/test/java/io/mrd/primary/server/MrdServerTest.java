@@ -122,9 +122,10 @@ class MrdServerTest
 
     /**
      * {@code close()} stops the workers while the event loop may still read a connection it has not closed yet
-     * (as in {@code mrd restart} under load): a request read then is left unanswered, so that the client, seeing
-     * the connection end with it in flight, sends it again to the successor. A HELLO sent twice after it is
-     * answered on the event loop, in order, so its reply coming first shows that the ALLOC got none.
+     * (as in {@code mrd restart} under load): an ALLOC read then is left unanswered, so that the client, seeing
+     * the connection end with it in flight, sends it again to the successor; a STOP, which no client sends again,
+     * is refused. A HELLO sent twice after them is answered on the event loop, in order, so its reply coming
+     * right after the STOP's shows that the ALLOC got none (its protocol error then ends the connection).
      */
     @Test
     void aRequestTheClosingServerCanNoLongerRunIsLeftUnansweredForASuccessor() throws Exception
@@ -135,13 +136,20 @@ class MrdServerTest
             final MrdServer server = fixture.daemon.server();
             server.stopAccepting();
             server.stopWorkers();
+            client.send(6, new Message.Stop(false));
             client.send(7, new Message.Alloc(SEGMENT, Access.LOCAL, false));
             client.send(8, new Message.Hello(FrameDescriptor.PROTOCOL_VERSION, "again"));
-            final Frame frame = client.receive();
-            assertEquals(8, frame.correlationId(), () -> "the ALLOC was answered: " + frame.message());
-            assertEquals(ErrorCode.EPROTO, assertInstanceOf(Message.Status.class, frame.message()).status());
+            final Frame stop = client.receive();
+            assertEquals(6, stop.correlationId());
+            final Message.Status refused = assertInstanceOf(Message.Status.class, stop.message());
+            assertEquals(ErrorCode.EAGAIN, refused.status());
+            assertContains(refused.message(), "the daemon is shutting down");
+            final Frame next = client.receive();
+            assertEquals(8, next.correlationId(), () -> "the ALLOC was answered: " + next.message());
+            assertEquals(ErrorCode.EPROTO, assertInstanceOf(Message.Status.class, next.message()).status());
             client.awaitClosed();
         }
+        assertEquals(0, fixture.counter(MrdCounter.BYTES_ALLOCATED), "the ALLOC left unanswered did not run");
     }
 
     @Test

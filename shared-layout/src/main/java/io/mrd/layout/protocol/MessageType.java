@@ -58,6 +58,24 @@ public enum MessageType
     }
 
     /**
+     * Whether a client sends this request again to the daemon's successor (docs/adoption.md) when the connection
+     * it went out on ended without its reply: every request a client makes but {@link #REG_EXTERNAL}, whose
+     * descriptor went to the daemon that is gone. {@link #STOP} is an operator's, {@link #HELLO} opens a connection
+     * and {@link #SEND_FD} is the daemon's. The daemon leaves such a request unanswered when it closes before it
+     * could run it, rather than failing it.
+     *
+     * @return true for ALLOC, FREE, CREATE_MR, DEREG_EXTERNAL, IMPORT_PD and QUEUES.
+     */
+    public boolean sentAgainToSuccessor()
+    {
+        return switch (this)
+        {
+            case ALLOC, FREE, CREATE_MR, DEREG_EXTERNAL, IMPORT_PD, QUEUES -> true;
+            case HELLO, REG_EXTERNAL, STOP, SEND_FD, ERROR -> false;
+        };
+    }
+
+    /**
      * @param code a type field with the reply bit cleared.
      * @return the type, or null when unknown.
      */
