@@ -1,5 +1,6 @@
 package io.mrd.cli;
 
+import io.mrd.layout.ErrorCode;
 import io.mrd.layout.GlobalCacheReader;
 import io.mrd.layout.MrEntry;
 import io.mrd.layout.MrdException;
@@ -13,7 +14,9 @@ import java.io.PrintWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.StampedLock;
 
 import static io.mrd.cli.WorkerCommand.PARTS;
@@ -26,6 +29,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  */
 final class WorkerRunner implements Runnable
 {
+    /** How often a verification waiting out a daemon's death looks whether the client resumed. */
+    private static final long GAP_POLL_NS = TimeUnit.MILLISECONDS.toNanos(10);
+
     final int index;
     final long quota;
     final MrdClient client;
@@ -256,7 +262,7 @@ final class WorkerRunner implements Runnable
         final boolean found;
         try
         {
-            found = verifier.lookup(address, entry);
+            found = lookUpInGlobalCache(address);
         }
         catch (final MrdException ex)
         {
@@ -274,6 +280,40 @@ final class WorkerRunner implements Runnable
             errorCount.incrementAndGet();
             shared.report(index, "lkey " + Format.key(lkey) + " of buffer " + Sizes.hex(address) +
                 " disagrees with the global cache: " + (found ? entry.toString() : "no entry"));
+        }
+    }
+
+    /**
+     * The verifier's read of the global cache. A daemon that died inside a write section leaves it unreadable
+     * (EBUSY once its heartbeat is stale) until a successor ends the section; the client's own caches then wait
+     * for the successor and look again (DaemonMrSource), and so does this check: until the client resumes with a
+     * successor (its epoch changes), is lost (its liveness throws), or the client's wait for a successor is over.
+     */
+    private boolean lookUpInGlobalCache(final long address)
+    {
+        final long epoch = client.epoch();
+        try
+        {
+            return verifier.lookup(address, entry);
+        }
+        catch (final MrdException ex)
+        {
+            if (ex.code() != ErrorCode.EBUSY || client.context().adoptionWaitMs() <= 0)
+            {
+                throw ex;
+            }
+            final long waitNs = TimeUnit.MILLISECONDS.toNanos(client.context().adoptionWaitMs());
+            final long deadline = System.nanoTime() + waitNs;
+            while (client.epoch() == epoch)
+            {
+                client.liveness().requireAlive();
+                if (System.nanoTime() - deadline > 0)
+                {
+                    throw ex;
+                }
+                LockSupport.parkNanos(GAP_POLL_NS);
+            }
+            return verifier.lookup(address, entry);
         }
     }
 
