@@ -18,10 +18,11 @@ import io.mrd.primary.external.ExternalRegistrations;
  * cache holds the address with no write in progress or intervening (a write in progress belongs to a worker:
  * the event loop never waits for it), and the whole buffer lies in the entry. Everything else (misses, writes,
  * an overflowed cache, straddling buffers, bad fields, a closing server) is left to a worker, whose answer
- * (or, on a closing server whose workers stopped, no answer) is {@link RequestDispatch}'s. A CREATE_MR of an existing MR has no other check on a worker either: any client may learn the keys
- * of any MR (the global cache every client maps holds them all); the ones a worker runs first (garbage
- * collection of detached MRs, the engine's open check) have nothing to do for a hit: every memory free
- * collects the MRs it detached, and a closed engine's cache is empty.
+ * (or, on a closing server whose workers stopped, no answer) is {@link RequestDispatch}'s. A CREATE_MR of an
+ * existing MR has no other check on a worker either: any client may learn the keys of any MR (the global cache
+ * every client maps holds them all); the ones a worker runs first (garbage collection of detached MRs, the
+ * engine's open check) have nothing to do for a hit: every memory free collects the MRs it detached, and a
+ * closed engine's cache is empty.
  * <p>
  * Counts as the worker path does ({@link MrdCounter#CREATE_REQUESTS} for managed memory, not for the external
  * window) and each answer given here in {@link MrdCounter#CREATES_ON_EVENT_LOOP}.
